@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+// push-connector: FCM push delivery driven by RabbitMQ. See README.md and docs/ARCHITECTURE.md.
+import PackageDescription
+
+/// Warnings are errors in CI (`swift build -Xswiftc -warnings-as-errors`); the language mode is 6
+/// everywhere, so strict concurrency checking is complete.
+let swiftSettings: [SwiftSetting] = []
+
+let package = Package(
+    name: "push-connector",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "push-connector", targets: ["push-connector"]),
+        .executable(name: "fcm-emulator", targets: ["fcm-emulator"]),
+        .library(name: "PushCore", targets: ["PushCore"]),
+    ],
+    targets: [
+        // System C libraries from Debian. Shims hold only includes and non-variadic wrappers.
+        .systemLibrary(name: "CRabbitMQ", pkgConfig: "librabbitmq", providers: [.apt(["librabbitmq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Pure core: domain, JSON, composition, validation, policies. No I/O.
+        .target(name: "PushCore", swiftSettings: swiftSettings),
+        // Adapters.
+        .target(name: "FCM", dependencies: ["PushCore", "CCurl", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "AMQP", dependencies: ["CRabbitMQ"], swiftSettings: swiftSettings),
+        // The emulator deliberately does not depend on PushCore: its validation is written
+        // independently, so that a bug shared with the composer cannot hide itself.
+        .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
+        // Pipelines and operator tools wired from the adapters.
+        .target(name: "Connector",
+                dependencies: ["PushCore", "FCM", "AMQP", "CMicroHTTPD", "CSQLite"],
+                swiftSettings: swiftSettings),
+        // Thin executables: parse arguments, wire, run.
+        .executableTarget(name: "push-connector", dependencies: ["Connector"], swiftSettings: swiftSettings),
+        .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
+
+        .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "EmulatorKit"], swiftSettings: swiftSettings),
+        .testTarget(name: "AMQPTests", dependencies: ["AMQP"], swiftSettings: swiftSettings),
+        .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "EmulatorKit"], swiftSettings: swiftSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,2 @@
+/// Namespace marker for the AMQP module; see docs/ARCHITECTURE.md.
+public enum AMQPModule {}

@@ -1,0 +1,2 @@
+/// Namespace marker for the Connector module; see docs/ARCHITECTURE.md.
+public enum ConnectorModule {}

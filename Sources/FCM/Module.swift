@@ -1,0 +1,2 @@
+/// Namespace marker for the FCM module; see docs/ARCHITECTURE.md.
+public enum FCMModule {}

@@ -1,0 +1,2 @@
+/// Namespace marker for the PushCore module: the pure core (no I/O).
+public enum PushCoreModule {}

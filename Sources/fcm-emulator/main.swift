@@ -1,0 +1,2 @@
+import EmulatorKit
+print("fcm-emulator: not wired yet")

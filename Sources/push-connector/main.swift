@@ -1,0 +1,2 @@
+import Connector
+print("push-connector: not wired yet")

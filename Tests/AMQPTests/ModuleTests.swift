@@ -1,0 +1,4 @@
+import Testing
+@testable import AMQP
+
+@Test func moduleLinks() { #expect(String(describing: AMQPModule.self) == "AMQPModule") }

@@ -1,0 +1,4 @@
+import Testing
+@testable import EmulatorKit
+
+@Test func moduleLinks() { #expect(String(describing: EmulatorKitModule.self) == "EmulatorKitModule") }

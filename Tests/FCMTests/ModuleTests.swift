@@ -1,0 +1,4 @@
+import Testing
+@testable import FCM
+
+@Test func moduleLinks() { #expect(String(describing: FCMModule.self) == "FCMModule") }
