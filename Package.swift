@@ -24,7 +24,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         // Pure core: domain, JSON, composition, validation, policies. No I/O.
-        .target(name: "PushCore", swiftSettings: swiftSettings),
+        .target(name: "PushCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
         // Adapters.
         .target(name: "FCM", dependencies: ["PushCore", "CCurl", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "AMQP", dependencies: ["CRabbitMQ"], swiftSettings: swiftSettings),

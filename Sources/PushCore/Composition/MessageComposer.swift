@@ -1,0 +1,115 @@
+/// One FCM HTTP v1 request the worker would send: for a recipient, or for the topic / condition.
+public struct ComposedMessage: Sendable, Equatable {
+    /// The recipient's position in the job (0 for a topic or condition).
+    public var recipientIndex: Int
+    public var mnMessageID: String
+    /// The `message` object.
+    public var message: JSONValue
+    /// The full request body `{"message": …, "validate_only": …}`, compact JSON.
+    public var body: [UInt8]
+}
+
+/// What composing one target gave: a message to send, or the FCM limits it breaks.
+public enum CompositionOutcome: Sendable, Equatable {
+    case message(ComposedMessage)
+    /// Resending cannot help: the recipient's result is `rejected` with these issues.
+    case invalid(recipientIndex: Int, mnMessageID: String, issues: [ContractIssue])
+}
+
+/// Builds FCM messages from a job and its App ID, exactly as the seed document describes.
+///
+/// Precedence, lowest first: `data` = App ID default payload < job `data` < recipient `data` <
+/// `mn_message_id`; `android`, `apns`, `webpush`, `fcm_options` = App ID extra options < job
+/// `options` (deep merge). A data-only message carries no `notification`, and its `apns` section
+/// always ends with `apns-priority: 5`, `apns-push-type: background` and `content-available: 1`
+/// (APNs refuses priority 10 for background pushes), whatever the App ID says.
+public struct MessageComposer: Sendable {
+    public var validator: MessageValidator
+
+    public init(validator: MessageValidator = MessageValidator()) {
+        self.validator = validator
+    }
+
+    /// Issues that make the whole job unsendable (the job goes to the DLQ as `INVALID_JOB`).
+    public func jobIssues(_ job: SendJob, app: AppConfiguration) -> [ContractIssue] {
+        var issues: [ContractIssue] = []
+        let type = job.messageType ?? app.defaultMessageType
+        if type == .data, job.notification != nil {
+            issues.append(ContractIssue(.messageTypeConflict, field: "notification",
+                                        "a data-only job must not carry notification fields (drop them or use message_type \"notification\")"))
+        }
+        if type == .notification, let n = job.notification, n.title == nil, n.body == nil {
+            issues.append(ContractIssue(.emptyNotification, field: "notification", "needs a title or a body"))
+        }
+        if type == .notification, job.notification == nil {
+            issues.append(ContractIssue(.emptyNotification, field: "notification",
+                                        "a notification message needs notification.title or .body (or send message_type \"data\")"))
+        }
+        issues += job.options.isEmpty ? [] : validator.validateSections(job.options, path: "options")
+        return issues
+    }
+
+    /// The outcome for every target of the job, in recipient order; throws (as `INVALID_JOB`)
+    /// when the job itself is unsendable (see `jobIssues`).
+    public func compose(_ job: SendJob, app: AppConfiguration) throws(ContractError) -> [CompositionOutcome] {
+        let problems = jobIssues(job, app: app)
+        guard problems.isEmpty else { throw ContractError(document: "send job", issues: problems) }
+        let type = job.messageType ?? app.defaultMessageType
+        let shared = sharedSections(job, app: app, type: type)
+        switch job.target {
+        case .recipients(let list):
+            return list.indices.map { i in
+                compose(job, shared: shared, recipientData: list[i].data, target: ("token", list[i].token), index: i)
+            }
+        case .topic(let topic):
+            return [compose(job, shared: shared, recipientData: [:], target: ("topic", topic), index: 0)]
+        case .condition(let condition):
+            return [compose(job, shared: shared, recipientData: [:], target: ("condition", condition), index: 0)]
+        }
+    }
+
+    /// Everything but `data` and the target: the same for every recipient of the job.
+    private func sharedSections(_ job: SendJob, app: AppConfiguration, type: MessageType) -> (message: [String: JSONValue], data: [String: String]) {
+        var message: [String: JSONValue] = [:]
+        if type == .notification, let n = job.notification {
+            var o: [String: JSONValue] = [:]
+            if let t = n.title { o["title"] = .string(t) }
+            if let b = n.body { o["body"] = .string(b) }
+            if let i = n.image { o["image"] = .string(i) }
+            message["notification"] = .object(o)
+        }
+        for section in SendJob.optionSections {
+            switch (app.extraOptions[section], job.options[section]) {
+            case (let base?, let overlay?): message[section] = base.deepMerged(with: overlay)
+            case (let base?, nil): message[section] = base
+            case (nil, let overlay?): message[section] = overlay
+            case (nil, nil): break
+            }
+        }
+        if type == .data {
+            let background: JSONValue = [
+                "headers": ["apns-priority": "5", "apns-push-type": "background"],
+                "payload": ["aps": ["content-available": 1]],
+            ]
+            message["apns"] = (message["apns"] ?? .object([:])).deepMerged(with: background)
+        }
+        return (message, app.defaultPayload.merging(job.data) { _, job in job })
+    }
+
+    private func compose(_ job: SendJob, shared: (message: [String: JSONValue], data: [String: String]),
+                         recipientData: [String: String], target: (key: String, value: String), index: Int) -> CompositionOutcome {
+        let id = MessageID.resolve(job: job, recipientIndex: index)
+        var data = recipientData.isEmpty ? shared.data : shared.data.merging(recipientData) { _, r in r }
+        data["mn_message_id"] = id
+        var message = shared.message
+        message["data"] = .object(data.mapValues(JSONValue.string))
+        message[target.key] = .string(target.value)
+        let value = JSONValue.object(message)
+        let issues = validator.validate(message: value)
+        guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
+        var body: [String: JSONValue] = ["message": value]
+        if job.validateOnly { body["validate_only"] = .bool(true) }
+        return .message(ComposedMessage(recipientIndex: index, mnMessageID: id, message: value,
+                                        body: JSONValue.object(body).encodedBytes()))
+    }
+}

@@ -1,0 +1,104 @@
+/// The configuration of one App ID: its Firebase project, credentials, default message type,
+/// default data payload and extra options (contract: docs/contracts.md).
+public struct AppConfiguration: Sendable, Equatable {
+    public var appID: String
+    public var projectID: String
+    /// Path of the service-account JSON; read by the FCM adapter, never by the core.
+    public var credentialsFile: String
+    public var defaultMessageType: MessageType
+    public var defaultPayload: [String: String]
+    /// `android`, `apns`, `webpush`, `fcm_options` sections merged into every message of the app.
+    public var extraOptions: [String: JSONValue]
+
+    public init(appID: String, projectID: String, credentialsFile: String, defaultMessageType: MessageType = .notification,
+                defaultPayload: [String: String] = [:], extraOptions: [String: JSONValue] = [:]) {
+        self.appID = appID
+        self.projectID = projectID
+        self.credentialsFile = credentialsFile
+        self.defaultMessageType = defaultMessageType
+        self.defaultPayload = defaultPayload
+        self.extraOptions = extraOptions
+    }
+}
+
+/// Every App ID the connector serves, looked up by `app_id`.
+public struct AppRegistry: Sendable, Equatable {
+    public private(set) var apps: [String: AppConfiguration]
+
+    public init(_ apps: [AppConfiguration]) {
+        self.apps = Dictionary(apps.map { ($0.appID, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public subscript(appID: String) -> AppConfiguration? { apps[appID] }
+
+    /// App IDs in a stable order.
+    public var appIDs: [String] { apps.keys.sorted() }
+
+    /// Reads the App ID file (`{"apps": [...]}`). Every problem is reported with its field path,
+    /// including extra options FCM would refuse (unknown names, bad ttl, …), so that a typo fails
+    /// at start-up rather than on every send.
+    public static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ContractError) -> AppRegistry {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(bytes)
+        } catch {
+            throw ContractError(document: "App ID configuration", issues: [ContractIssue(.notJSON, field: "$", error.description)])
+        }
+        guard case .object(let root) = json else {
+            throw ContractError(document: "App ID configuration",
+                                issues: [ContractIssue(.wrongType, field: "$", "must be an object with an \"apps\" array")])
+        }
+        var r = FieldReader(root, path: "")
+        r.schemaVersion(supported: 1)
+        guard let list = r.optionalArray("apps") else {
+            if root["apps"] == nil { r.report(ContractIssue(.missingField, field: "apps", "required field is missing")) }
+            throw ContractError(document: "App ID configuration", issues: r.issues)
+        }
+        var apps: [AppConfiguration] = []
+        var seen = Set<String>()
+        for (i, element) in list.enumerated() {
+            let path = "apps[\(i)]"
+            guard case .object(let o) = element else {
+                r.report(ContractIssue(.wrongType, field: path, "must be an object, got \(element.kindDescription)"))
+                continue
+            }
+            var ar = FieldReader(o, path: path)
+            let appID = ar.requiredString("app_id", maxLength: 128)
+            let projectID = ar.requiredString("project_id", maxLength: 128)
+            let credentials = ar.requiredString("credentials_file", maxLength: 4096)
+            var type = MessageType.notification
+            if let raw = ar.optionalString("default_message_type", maxLength: 32) {
+                if let t = MessageType(rawValue: raw) { type = t } else {
+                    ar.report(ContractIssue(.invalidValue, field: "\(path).default_message_type",
+                                            "must be \"notification\" or \"data\", got \"\(raw)\""))
+                }
+            }
+            let payload = ar.optionalStringMap("default_payload") ?? [:]
+            for key in payload.keys {
+                if let issue = MessageValidator.dataKeyIssue(key, field: "\(path).default_payload.\(key)") { ar.report(issue) }
+            }
+            var extra: [String: JSONValue] = [:]
+            if let options = ar.optionalObject("extra_options") {
+                for (section, value) in options {
+                    guard SendJob.optionSections.contains(section) else {
+                        ar.report(ContractIssue(.unknownField, field: "\(path).extra_options.\(section)",
+                                                "unknown section (known: \(SendJob.optionSections.joined(separator: ", ")))"))
+                        continue
+                    }
+                    extra[section] = value
+                }
+                ar.report(contentsOf: MessageValidator().validateSections(extra, path: "\(path).extra_options"))
+            }
+            if let appID, !seen.insert(appID).inserted {
+                ar.report(ContractIssue(.invalidValue, field: "\(path).app_id", "app_id \"\(appID)\" appears twice"))
+            }
+            r.report(contentsOf: ar.issues)
+            if let appID, let projectID, let credentials {
+                apps.append(AppConfiguration(appID: appID, projectID: projectID, credentialsFile: credentials,
+                                             defaultMessageType: type, defaultPayload: payload, extraOptions: extra))
+            }
+        }
+        guard r.issues.isEmpty else { throw ContractError(document: "App ID configuration", issues: r.issues) }
+        return AppRegistry(apps)
+    }
+}

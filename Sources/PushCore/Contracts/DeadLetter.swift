@@ -1,0 +1,30 @@
+/// Why a job was dead-lettered: the `push-error-code` header (contract: docs/contracts.md).
+public enum DeadLetterCode: String, Sendable, CaseIterable {
+    /// Not JSON, or not a valid job (the body is kept byte for byte).
+    case invalidJob = "INVALID_JOB"
+    /// `app_id` not in the App ID configuration: add it, then replay.
+    case unknownApp = "UNKNOWN_APP"
+    /// Our own OAuth token was refused even after a refresh.
+    case authFailed = "AUTH_FAILED"
+    /// FCM could not authenticate to APNs / web push with the project's credentials.
+    case thirdPartyAuthError = "THIRD_PARTY_AUTH_ERROR"
+    /// The service account may not send for this project.
+    case permissionDenied = "PERMISSION_DENIED"
+    /// The Firebase project does not exist (or the credentials file is unusable).
+    case configuration = "CONFIGURATION_ERROR"
+    /// Transient failures until the attempts or the age limit ran out.
+    case retriesExhausted = "RETRIES_EXHAUSTED"
+}
+
+/// The headers the connector sets on a dead-lettered job. Custom names avoid the `x-` prefix,
+/// which RabbitMQ owns (`x-death` is never used to count retries).
+public enum DeadLetterHeader {
+    public static let code = "push-error-code"
+    public static let message = "push-error-message"
+    public static let attempts = "push-attempts"
+    public static let firstFailedAt = "push-first-failed-at"
+    public static let lastFailedAt = "push-last-failed-at"
+    public static let replays = "push-replays"
+    /// Attempts made so far on a job travelling through the retry tiers.
+    public static let retryAttempt = "push-attempt"
+}

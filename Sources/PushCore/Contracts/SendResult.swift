@@ -1,0 +1,113 @@
+/// How one recipient (or topic / condition target) of a job ended. Transient and
+/// operator-fixable failures are not outcomes: they go to retry, then to the DLQ.
+public enum SendOutcome: String, Sendable, CaseIterable {
+    case sent
+    /// `validate_only` job accepted by FCM.
+    case validated
+    /// FCM said UNREGISTERED: the token is dead, prune it.
+    case invalidToken = "invalid_token"
+    /// Resending cannot help (INVALID_ARGUMENT, SENDER_ID_MISMATCH, a limit broken).
+    case rejected
+    /// Past the job's `not_after`.
+    case expired
+}
+
+/// The error detail of a result that is not `sent`.
+public struct ResultError: Sendable, Equatable {
+    public var code: String
+    public var httpStatus: Int?
+    public var message: String
+
+    public init(code: String, httpStatus: Int? = nil, message: String) {
+        self.code = code
+        self.httpStatus = httpStatus
+        self.message = message
+    }
+}
+
+/// One result per recipient, published on `push.results` with routing key
+/// `<app_id>.<outcome>` (contract: docs/contracts.md).
+public struct SendResult: Sendable, Equatable {
+    public var jobID: String
+    public var appID: String
+    public var mnMessageID: String
+    public var campaign: String?
+    /// `token`, `topic` or `condition`, and its value.
+    public var target: (kind: String, value: String)
+    public var outcome: SendOutcome
+    public var fcmMessageName: String?
+    public var error: ResultError?
+    public var attempts: Int
+    public var completedAt: Timestamp
+
+    public init(jobID: String, appID: String, mnMessageID: String, campaign: String?, target: (kind: String, value: String),
+                outcome: SendOutcome, fcmMessageName: String? = nil, error: ResultError? = nil, attempts: Int, completedAt: Timestamp) {
+        self.jobID = jobID
+        self.appID = appID
+        self.mnMessageID = mnMessageID
+        self.campaign = campaign
+        self.target = target
+        self.outcome = outcome
+        self.fcmMessageName = fcmMessageName
+        self.error = error
+        self.attempts = attempts
+        self.completedAt = completedAt
+    }
+
+    public static func == (a: SendResult, b: SendResult) -> Bool {
+        a.jobID == b.jobID && a.appID == b.appID && a.mnMessageID == b.mnMessageID && a.campaign == b.campaign
+            && a.target.kind == b.target.kind && a.target.value == b.target.value && a.outcome == b.outcome
+            && a.fcmMessageName == b.fcmMessageName && a.error == b.error && a.attempts == b.attempts && a.completedAt == b.completedAt
+    }
+
+    /// The routing key on the results exchange.
+    public var routingKey: String { "\(appID).\(outcome.rawValue)" }
+
+    /// The result as contract JSON.
+    public func encoded() -> JSONValue {
+        var o: [String: JSONValue] = [
+            "job_id": .string(jobID), "app_id": .string(appID), "mn_message_id": .string(mnMessageID),
+            "target": .object([target.kind: .string(target.value)]), "outcome": .string(outcome.rawValue),
+            "attempts": .int(Int64(attempts)), "completed_at": .string(completedAt.description),
+        ]
+        if let campaign { o["campaign"] = .string(campaign) }
+        if let fcmMessageName { o["fcm_message_name"] = .string(fcmMessageName) }
+        if let error {
+            var e: [String: JSONValue] = ["code": .string(error.code), "message": .string(error.message)]
+            if let s = error.httpStatus { e["http_status"] = .int(Int64(s)) }
+            o["error"] = .object(e)
+        }
+        return .object(o)
+    }
+
+    /// Reads a result (for consumers such as the events store).
+    public static func decode(_ json: JSONValue) throws(ContractError) -> SendResult {
+        guard case .object(let object) = json else {
+            throw ContractError(document: "result", issues: [ContractIssue(.wrongType, field: "$", "must be an object")])
+        }
+        var r = FieldReader(object, path: "")
+        let jobID = r.requiredString("job_id")
+        let appID = r.requiredString("app_id")
+        let id = r.requiredString("mn_message_id")
+        let campaign = r.optionalString("campaign")
+        let outcomeRaw = r.requiredString("outcome")
+        let outcome = outcomeRaw.flatMap(SendOutcome.init(rawValue:))
+        if outcomeRaw != nil, outcome == nil { r.report(ContractIssue(.invalidValue, field: "outcome", "unknown outcome")) }
+        let targetObject = r.optionalObject("target") ?? [:]
+        let target = targetObject.first.flatMap { k, v in v.stringValue.map { (k, $0) } }
+        if target == nil { r.report(ContractIssue(.missingField, field: "target", "required field is missing")) }
+        let name = r.optionalString("fcm_message_name")
+        var error: ResultError?
+        if let e = r.optionalObject("error") {
+            error = ResultError(code: e["code"]?.stringValue ?? "", httpStatus: e["http_status"]?.intValue.map(Int.init),
+                                message: e["message"]?.stringValue ?? "")
+        }
+        let attempts = object["attempts"]?.intValue.map(Int.init) ?? 1
+        let completed = r.optionalTimestamp("completed_at") ?? Timestamp(secondsSince1970: 0)
+        guard r.issues.isEmpty, let jobID, let appID, let id, let outcome, let target else {
+            throw ContractError(document: "result", issues: r.issues)
+        }
+        return SendResult(jobID: jobID, appID: appID, mnMessageID: id, campaign: campaign, target: target, outcome: outcome,
+                          fcmMessageName: name, error: error, attempts: attempts, completedAt: completed)
+    }
+}

@@ -1,0 +1,42 @@
+import Testing
+@testable import PushCore
+
+/// The JSON parser and writer.
+@Suite struct JSONTests {
+    @Test func parsesEveryKindAndKeepsBooleansApartFromNumbers() throws {
+        let v = try JSONValue.parse(#"{"a":[1,-2.5,true,false,null,"s\n\u00e8\ud83d\ude00"],"b":{},"c":1e3}"#)
+        #expect(v == ["a": [1, -2.5, true, false, nil, "s\nè😀"], "b": [:], "c": 1000.0])
+    }
+
+    @Test(arguments: ["", "{", "[1,]", "{\"a\":1,}", "tru", "01", "1.", "\"\u{01}\"", "{\"a\" 1}", "[1] x", "\"\\ud800\"", "NaN"])
+    func refusesMalformedDocuments(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
+    }
+
+    @Test func refusesInvalidUTF8() {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0xFF, 0xFE, 0x22]) }
+    }
+
+    @Test func refusesNestingBeyondTheLimit() {
+        let deep = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(deep) }
+        #expect(throws: Never.self) { try JSONValue.parse(deep, maxDepth: 200) }
+    }
+
+    @Test func writerSortsKeysEscapesAndRoundTrips() throws {
+        let v: JSONValue = ["b": "q\"\\\u{01}\t", "a": [1, 2.5, true, nil], "è": "ü"]
+        let text = v.encodedString()
+        #expect(text == #"{"a":[1,2.5,true,null],"b":"q\"\\\u0001\t","è":"ü"}"#)
+        #expect(try JSONValue.parse(text) == v)
+        #expect(try JSONValue.parse(v.encodedString(.pretty)) == v)
+    }
+
+    @Test func timestampsParseAndPrintRFC3339() {
+        #expect(Timestamp(rfc3339: "1970-01-01T00:00:00Z")?.secondsSince1970 == 0)
+        #expect(Timestamp(rfc3339: "2026-11-29T21:00:00Z")?.description == "2026-11-29T21:00:00Z")
+        #expect(Timestamp(rfc3339: "2026-11-29T23:00:00+02:00")?.description == "2026-11-29T21:00:00Z")
+        #expect(Timestamp(rfc3339: "2000-02-29T12:30:15.250Z")?.secondsSince1970 == 951_827_415.25)
+        #expect(Timestamp(rfc3339: "2026-13-01T00:00:00Z") == nil)
+        #expect(Timestamp(rfc3339: "2026-11-29") == nil)
+    }
+}
