@@ -1,0 +1,37 @@
+import Foundation
+
+/// An OAuth2 access token and when it stops being valid. `description` redacts the value.
+public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The bearer token. Never log it.
+    public let value: String
+    /// Wall-clock expiry as announced by `expires_in`.
+    public let expiresAt: Date
+
+    public init(value: String, expiresAt: Date) {
+        self.value = value
+        self.expiresAt = expiresAt
+    }
+
+    /// Parses a token endpoint answer `{access_token, expires_in, token_type}` received at `now`.
+    static func parse(httpStatus: Int, body: [UInt8], now: Date) throws(OAuthError) -> AccessToken {
+        let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        guard (200..<300).contains(httpStatus) else {
+            if (400..<500).contains(httpStatus), httpStatus != 408, httpStatus != 429 {
+                let error = (json?["error"] as? String) ?? "HTTP \(httpStatus)"
+                throw .refused(httpStatus: httpStatus, error: String(error.prefix(100)))
+            }
+            throw .endpointFailed(httpStatus: httpStatus)
+        }
+        guard let json, let value = json["access_token"] as? String, !value.isEmpty else {
+            throw .malformedResponse(httpStatus: httpStatus)
+        }
+        if let type = json["token_type"] as? String, type.lowercased() != "bearer" {
+            throw .malformedResponse(httpStatus: httpStatus)
+        }
+        let lifetime = (json["expires_in"] as? NSNumber)?.doubleValue ?? 3600
+        return AccessToken(value: value, expiresAt: now.addingTimeInterval(lifetime))
+    }
+
+    public var description: String { "AccessToken(<redacted>, expires: \(expiresAt))" }
+    public var debugDescription: String { description }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+/// Hands out OAuth2 access tokens for service accounts: one cached token per account, refreshed
+/// `refreshMargin` before it expires, with a single refresh in flight however many callers wait.
+public actor AccessTokenSource {
+    private struct Entry {
+        var token: AccessToken?
+        var refresh: Task<AccessToken, any Error>?
+        var signer: RSASigner?
+    }
+
+    private let transport: any HTTPTransport
+    private let refreshMargin: TimeInterval
+    private let now: @Sendable () -> Date
+    private var entries: [String: Entry] = [:]
+    /// How many token requests were sent to token endpoints (for metrics and tests).
+    public private(set) var fetchCount = 0
+
+    /// - Parameters:
+    ///   - refreshMargin: refresh this long before expiry (the Google SDKs use 4–5 minutes).
+    ///   - now: wall clock, injectable for tests.
+    public init(transport: any HTTPTransport, refreshMargin: Duration = .seconds(300),
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.transport = transport
+        let (seconds, attoseconds) = refreshMargin.components
+        self.refreshMargin = TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+        self.now = now
+    }
+
+    /// A token for `account` that is valid for at least `refreshMargin` (fetching one if needed).
+    public func token(for account: ServiceAccount) async throws(OAuthError) -> AccessToken {
+        let key = account.cacheKey
+        var entry = entries[key] ?? Entry()
+        if let token = entry.token, token.expiresAt.timeIntervalSince(now()) > refreshMargin {
+            return token
+        }
+        let refresh: Task<AccessToken, any Error>
+        if let running = entry.refresh {
+            refresh = running
+        } else {
+            let signer: RSASigner
+            if let existing = entry.signer {
+                signer = existing
+            } else {
+                signer = try RSASigner(pem: account.privateKey)
+                entry.signer = signer
+            }
+            let transport = self.transport
+            let now = self.now
+            refresh = Task { try await Self.fetch(account: account, signer: signer, transport: transport, now: now) }
+            entry.refresh = refresh
+            entries[key] = entry
+            fetchCount += 1
+        }
+        do {
+            let token = try await refresh.value
+            if entries[key]?.refresh == refresh {
+                entries[key]?.refresh = nil
+                entries[key]?.token = token
+            }
+            return token
+        } catch {
+            if entries[key]?.refresh == refresh { entries[key]?.refresh = nil }
+            throw (error as? OAuthError) ?? .transport("token request failed")
+        }
+    }
+
+    /// Drops `token` if it is still the cached one for `account` (after a 401 for it), so the
+    /// next `token(for:)` fetches a fresh one. Several callers reporting the same stale token
+    /// cause one refresh.
+    public func invalidate(_ token: AccessToken, for account: ServiceAccount) {
+        let key = account.cacheKey
+        if entries[key]?.token == token { entries[key]?.token = nil }
+    }
+
+    private static func fetch(account: ServiceAccount, signer: RSASigner, transport: any HTTPTransport,
+                              now: @Sendable () -> Date) async throws -> AccessToken {
+        let issuedAt = Int64(now().timeIntervalSince1970)
+        let assertion = try JWTAssertion(account: account).signed(with: signer, issuedAt: issuedAt)
+        let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
+        let request = HTTPRequest(url: account.tokenURI,
+                                  headers: ["Content-Type: application/x-www-form-urlencoded"],
+                                  body: Array(form.utf8))
+        switch await transport.send(request) {
+        case .failure(let error):
+            throw OAuthError.transport(error.code)
+        case .success(let response):
+            return try AccessToken.parse(httpStatus: response.status, body: response.body, now: now())
+        }
+    }
+}

@@ -1,0 +1,200 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// One thread driving one curl multi handle: HTTP/2 multiplexed connections, pooled easy
+/// handles, new requests picked up from a locked queue after `curl_multi_wakeup`.
+final class CurlLane: @unchecked Sendable {
+    private struct Inbox {
+        var queue: [CurlTransfer] = []
+        var closed = false
+    }
+
+    private let configuration: CurlTransportConfiguration
+    private let multi: UnsafeMutableRawPointer
+    private let inbox = Mutex(Inbox())
+    private let stopped = DispatchSemaphore(value: 0)
+    // Lane-thread state.
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+
+    init(configuration: CurlTransportConfiguration, name: String) {
+        CurlGlobal.initialize()
+        self.configuration = configuration
+        multi = curl_multi_init()
+        pc_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
+        pc_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
+                                  max(1, min(configuration.streamsPerConnection, 100)))
+        pc_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.connectionsPerHost)
+        pc_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(8, configuration.connectionsPerHost * 2))
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Queues a transfer for the lane thread; fails it at once after `close()`.
+    func submit(_ transfer: CurlTransfer) {
+        let accepted = inbox.withLock { inbox -> Bool in
+            guard !inbox.closed else { return false }
+            inbox.queue.append(transfer)
+            return true
+        }
+        if accepted {
+            curl_multi_wakeup(multi)
+        } else {
+            transfer.finish(.failure(TransportError(kind: .shutdown, message: "transport shut down")))
+        }
+    }
+
+    /// Stops the lane: transfers still running fail with `.shutdown`. Waits for the thread.
+    func close() {
+        let first = inbox.withLock { inbox -> Bool in
+            defer { inbox.closed = true }
+            return !inbox.closed
+        }
+        guard first else { return }
+        curl_multi_wakeup(multi)
+        stopped.wait()
+        curl_multi_cleanup(multi)
+    }
+
+    private func run() {
+        while true {
+            let (batch, closed) = inbox.withLock { inbox in
+                let batch = inbox.queue
+                inbox.queue.removeAll(keepingCapacity: true)
+                return (batch, inbox.closed)
+            }
+            for transfer in batch { start(transfer) }
+            if closed { break }
+            var running: Int32 = 0
+            curl_multi_perform(multi, &running)
+            collectCompleted()
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+        for (easy, transfer) in active {
+            curl_multi_remove_handle(multi, easy)
+            transfer.finish(.failure(TransportError(kind: .shutdown, message: "transport shut down")))
+            curl_easy_cleanup(easy)
+        }
+        active.removeAll()
+        for easy in idleHandles { curl_easy_cleanup(easy) }
+        idleHandles.removeAll()
+        stopped.signal()
+    }
+
+    private func start(_ transfer: CurlTransfer) {
+        guard let easy = idleHandles.popLast() ?? makeHandle() else {
+            transfer.finish(.failure(TransportError(kind: .other, message: "curl_easy_init failed")))
+            return
+        }
+        let body = transfer.prepare()
+        let url = transfer.request.url
+        url.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_URL, $0) }
+        let version = url.hasPrefix("http://") ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS
+        pc_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(version))
+        pc_curl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.request.body.count))
+        pc_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body)
+        pc_curl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, transfer.headerList)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        pc_curl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, context)
+        pc_curl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, context)
+        active[easy] = transfer
+        let added = curl_multi_add_handle(multi, easy)
+        if added != CURLM_OK {
+            active[easy] = nil
+            idleHandles.append(easy)
+            transfer.finish(.failure(TransportError(kind: .other, message: String(cString: curl_multi_strerror(added)))))
+        }
+    }
+
+    private func collectCompleted() {
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            curl_multi_remove_handle(multi, easy)
+            guard let transfer = active.removeValue(forKey: easy) else { continue }
+            let result: Result<HTTPResponse, TransportError>
+            if code == CURLE_OK {
+                var status = 0
+                pc_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+                result = .success(HTTPResponse(status: status, body: transfer.responseBody, retryAfter: transfer.retryAfter))
+            } else {
+                result = .failure(Self.transportError(code))
+            }
+            idleHandles.append(easy)
+            transfer.finish(result)
+        }
+    }
+
+    /// A new easy handle with every option that does not change between requests.
+    private func makeHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else { return nil }
+        pc_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        pc_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        pc_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
+        pc_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        pc_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, configuration.verifyTLS ? 1 : 0)
+        pc_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, configuration.verifyTLS ? 2 : 0)
+        if let caFile = configuration.caFile {
+            caFile.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_CAINFO, $0) }
+        }
+        pc_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(configuration.connectTimeout))
+        pc_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Self.milliseconds(configuration.requestTimeout))
+        pc_curl_easy_setopt_write(easy, CURLOPT_WRITEFUNCTION) { data, size, count, user in
+            let length = size * count
+            guard let data, let user, length > 0 else { return length }
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+            data.withMemoryRebound(to: UInt8.self, capacity: length) {
+                transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+            }
+            return length
+        }
+        pc_curl_easy_setopt_write(easy, CURLOPT_HEADERFUNCTION) { data, size, count, user in
+            let length = size * count
+            guard let data, let user, length > 0 else { return length }
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+            data.withMemoryRebound(to: UInt8.self, capacity: length) {
+                transfer.headerLine(UnsafeBufferPointer(start: $0, count: length))
+            }
+            return length
+        }
+        return easy
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+
+    static func transportError(_ code: CURLcode) -> TransportError {
+        let message = String(cString: curl_easy_strerror(code))
+        let kind: TransportError.Kind
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            kind = .timeout
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            kind = .connectFailed
+        case CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_HTTP2, CURLE_HTTP2_STREAM, CURLE_GOT_NOTHING,
+             CURLE_PARTIAL_FILE:
+            kind = .connectionLost
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CACERT_BADFILE,
+             CURLE_SSL_CERTPROBLEM:
+            kind = .tls
+        default:
+            kind = .other
+        }
+        return TransportError(kind: kind, message: message)
+    }
+}
+
+/// `curl_global_init`, exactly once per process.
+enum CurlGlobal {
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        return true
+    }()
+
+    static func initialize() { _ = initialized }
+}

@@ -1,0 +1,71 @@
+import CCurl
+
+/// One request travelling through a lane: owns the C copies of the body and header list for
+/// the lifetime of the transfer and accumulates the response. Touched only by its lane's thread
+/// after submission.
+final class CurlTransfer: @unchecked Sendable {
+    typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
+
+    let request: HTTPRequest
+    private let completion: Completion
+    private var body: UnsafeMutableRawBufferPointer?
+    private(set) var headerList: UnsafeMutablePointer<curl_slist>?
+    var responseBody: [UInt8] = []
+    var retryAfter: String?
+
+    init(request: HTTPRequest, completion: Completion) {
+        self.request = request
+        self.completion = completion
+    }
+
+    /// Copies the body and builds the header list; returns the body pointer for CURLOPT_POSTFIELDS.
+    func prepare() -> UnsafeRawPointer? {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
+        request.body.withUnsafeBytes { source in
+            if let base = source.baseAddress, source.count > 0 {
+                buffer.baseAddress!.copyMemory(from: base, byteCount: source.count)
+            }
+        }
+        body = buffer
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in request.headers { list = curl_slist_append(list, header) }
+        list = curl_slist_append(list, "Expect:")
+        headerList = list
+        return UnsafeRawPointer(buffer.baseAddress)
+    }
+
+    /// Frees the C resources and resumes the waiting task.
+    func finish(_ result: Result<HTTPResponse, TransportError>) {
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        body?.deallocate()
+        body = nil
+        completion.resume(returning: result)
+    }
+
+    /// Records a response header line; only `Retry-After` is kept.
+    func headerLine(_ line: UnsafeBufferPointer<UInt8>) {
+        if line.starts(with: Array("HTTP/".utf8)) {
+            retryAfter = nil // a new response (after 1xx) starts
+            return
+        }
+        let name = Array("retry-after:".utf8)
+        guard line.count > name.count else { return }
+        for index in name.indices {
+            let byte = line[index]
+            let lower = (65...90).contains(byte) ? byte + 32 : byte
+            if lower != name[index] { return }
+        }
+        let value = String(decoding: line[name.count...], as: UTF8.self).trimmingCharacters(in: [" ", "\t", "\r", "\n"])
+        retryAfter = value
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
+        var slice = Substring(self)
+        while let first = slice.first, set.contains(first) { slice.removeFirst() }
+        while let last = slice.last, set.contains(last) { slice.removeLast() }
+        return String(slice)
+    }
+}

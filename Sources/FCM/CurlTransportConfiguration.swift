@@ -1,0 +1,27 @@
+/// Tunables of the libcurl HTTP/2 transport.
+public struct CurlTransportConfiguration: Sendable {
+    /// Maximum requests in flight across the whole transport (callers wait asynchronously beyond).
+    public var maxInFlight: Int = 1000
+    /// Number of lanes: each is one thread running one curl multi handle.
+    public var lanes: Int = 1
+    /// HTTP/2 streams per connection (FCM and the Node SDK use ≤ 100).
+    public var streamsPerConnection: Int = 100
+    /// TCP + TLS connect timeout.
+    public var connectTimeout: Duration = .seconds(10)
+    /// Whole-request timeout.
+    public var requestTimeout: Duration = .seconds(30)
+    /// A PEM CA bundle to trust instead of the system's (e.g. the emulator's dev CA).
+    public var caFile: String? = nil
+    /// TLS peer and host verification. On by default; turning it off is for debugging only.
+    public var verifyTLS: Bool = true
+
+    public init() {}
+
+    /// In-flight requests each lane carries.
+    var perLaneConcurrency: Int { max(1, (maxInFlight + lanes - 1) / max(lanes, 1)) }
+    /// Connections each lane may open to one host so that its share of requests fits.
+    var connectionsPerHost: Int {
+        let streams = max(1, min(streamsPerConnection, 100))
+        return max(1, (perLaneConcurrency + streams - 1) / streams)
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// FCM HTTP v1 client: `send` one composed message and get its classified outcome.
+///
+/// Per send: wait for the project's rate limiter, get the service account's access token
+/// (cached, refreshed ahead of expiry), POST `{base}/v1/projects/{p}/messages:send`, decode.
+/// A 401 UNAUTHENTICATED for our own token invalidates it and resends once; a request whose
+/// connection went away before any response (GOAWAY, reset, refused connect) is resent once at
+/// once, because FCM did not answer it. That may, rarely, duplicate a notification the server
+/// did accept before the connection died; the pipeline is at-least-once anyway. Timeouts are not
+/// resent here: they come back as `.retryable` for the caller's backoff.
+public final class FCMClient: Sendable {
+    /// Tunables of the client and its transport.
+    public struct Configuration: Sendable {
+        /// FCM's base URL; `PUSH_CONNECTOR_FCM_URL` / `--fcm-url` override it.
+        public var baseURL: String = "https://fcm.googleapis.com"
+        public var transport = CurlTransportConfiguration()
+        public var rateLimit = ProjectRateLimiter.Configuration()
+        /// Refresh access tokens this long before they expire.
+        public var tokenRefreshMargin: Duration = .seconds(300)
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public let tokens: AccessTokenSource
+    public let rateLimiter: ProjectRateLimiter
+    private let transport: any HTTPTransport
+    private let ownsTransport: CurlTransport?
+
+    /// A client with its own libcurl transport.
+    public convenience init(configuration: Configuration = Configuration()) {
+        let transport = CurlTransport(configuration: configuration.transport)
+        self.init(configuration: configuration, transport: transport, owned: transport)
+    }
+
+    /// A client over any transport (tests, custom stacks).
+    public convenience init(configuration: Configuration, transport: any HTTPTransport) {
+        self.init(configuration: configuration, transport: transport, owned: nil)
+    }
+
+    private init(configuration: Configuration, transport: any HTTPTransport, owned: CurlTransport?) {
+        self.configuration = configuration
+        self.transport = transport
+        ownsTransport = owned
+        tokens = AccessTokenSource(transport: transport, refreshMargin: configuration.tokenRefreshMargin)
+        rateLimiter = ProjectRateLimiter(configuration: configuration.rateLimit)
+    }
+
+    /// Stops the owned transport; sends still in flight finish as retryable.
+    public func shutdown() { ownsTransport?.shutdown() }
+
+    /// Sends one request body `{"message": …, "validate_only": …}` for `projectID`.
+    public func send(projectID: String, messageBody: [UInt8], credentials: ServiceAccount) async -> FCMOutcome {
+        guard Self.isValidProjectID(projectID) else {
+            return .configurationFailed(FCMFailure(code: "INVALID_PROJECT_ID", httpStatus: nil,
+                                                   message: "project id \"\(projectID.prefix(64))\" is not a Firebase project id"))
+        }
+        if case .deferred(let delay) = await rateLimiter.acquire(project: projectID) {
+            return .retryable(FCMFailure(code: "PROJECT_PAUSED", httpStatus: nil,
+                                         message: "project \(projectID) is paused or over its send quota"),
+                              retryAfter: delay)
+        }
+        let url = configuration.baseURL + "/v1/projects/" + projectID + "/messages:send"
+        var refreshedAfter401 = false
+        var resentAfterConnectionLoss = false
+        while true {
+            let token: AccessToken
+            do {
+                token = try await tokens.token(for: credentials)
+            } catch {
+                return Self.outcome(for: error)
+            }
+            let request = HTTPRequest(url: url, headers: ["Authorization: Bearer " + token.value,
+                                                          "Content-Type: application/json"],
+                                      body: messageBody)
+            switch await transport.send(request) {
+            case .failure(let error):
+                if !resentAfterConnectionLoss, error.kind == .connectionLost || error.kind == .connectFailed {
+                    resentAfterConnectionLoss = true
+                    continue
+                }
+                return Self.outcome(for: error)
+            case .success(let response):
+                let outcome = FCMResponseDecoder.decode(httpStatus: response.status, body: response.body,
+                                                        retryAfter: response.retryAfter)
+                switch outcome {
+                case .authFailed where !refreshedAfter401:
+                    refreshedAfter401 = true
+                    await tokens.invalidate(token, for: credentials)
+                    continue
+                case .retryable(let failure, let retryAfter) where response.status == 429:
+                    _ = failure
+                    rateLimiter.recordQuotaExceeded(project: projectID, retryAfter: retryAfter)
+                    return outcome
+                default:
+                    return outcome
+                }
+            }
+        }
+    }
+
+    static func outcome(for error: TransportError) -> FCMOutcome {
+        let failure = FCMFailure(code: error.code, httpStatus: nil, message: error.message)
+        switch error.kind {
+        case .tls: return .configurationFailed(failure)
+        default: return .retryable(failure, retryAfter: nil)
+        }
+    }
+
+    static func outcome(for error: OAuthError) -> FCMOutcome {
+        let failure = FCMFailure(code: error.disposition == .credentials ? "OAUTH_REFUSED" : "OAUTH_UNAVAILABLE",
+                                 httpStatus: error.httpStatus, message: error.description)
+        switch error.disposition {
+        case .credentials: return .authFailed(failure)
+        case .transient: return .retryable(failure, retryAfter: nil)
+        }
+    }
+
+    /// Firebase project ids: lower-case letters, digits and hyphens (plus `domain:` prefixes).
+    static func isValidProjectID(_ id: String) -> Bool {
+        !id.isEmpty && id.count <= 100 && id.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2E || $0 == 0x3A || $0 == 0x5F
+        }
+    }
+}

@@ -1,0 +1,73 @@
+/// One HTTP POST as the FCM client needs it: a URL, headers and a body.
+public struct HTTPRequest: Sendable {
+    public var url: String
+    /// Header lines without CR LF, e.g. `Content-Type: application/json`.
+    public var headers: [String]
+    public var body: [UInt8]
+
+    public init(url: String, headers: [String], body: [UInt8]) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// The answer to an `HTTPRequest`: status, body, and the one header the client reads.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var body: [UInt8]
+    /// The raw `Retry-After` header value, if present.
+    public var retryAfter: String?
+
+    public init(status: Int, body: [UInt8], retryAfter: String? = nil) {
+        self.status = status
+        self.body = body
+        self.retryAfter = retryAfter
+    }
+}
+
+/// A request that got no HTTP response. Carries libcurl's short description, never a header.
+public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, for classification.
+    public enum Kind: Sendable, Hashable {
+        /// Connect or total timeout: the server may have processed the request.
+        case timeout
+        /// No connection could be made: the request was never sent.
+        case connectFailed
+        /// The connection went away (GOAWAY, stream reset, peer closed) before the response.
+        case connectionLost
+        /// TLS verification or handshake failure: a configuration problem.
+        case tls
+        /// The transport is shut down.
+        case shutdown
+        /// Anything else libcurl reports.
+        case other
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(kind: Kind, message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    /// A stable upper-case code for outcomes and metrics, e.g. `TRANSPORT_TIMEOUT`.
+    public var code: String {
+        switch kind {
+        case .timeout: "TRANSPORT_TIMEOUT"
+        case .connectFailed: "TRANSPORT_CONNECT_FAILED"
+        case .connectionLost: "TRANSPORT_CONNECTION_LOST"
+        case .tls: "TRANSPORT_TLS"
+        case .shutdown: "TRANSPORT_SHUTDOWN"
+        case .other: "TRANSPORT_ERROR"
+        }
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// Sends HTTP requests; the seam between FCMClient / AccessTokenSource and libcurl.
+public protocol HTTPTransport: Sendable {
+    func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError>
+}

@@ -1,2 +1,0 @@
-/// Namespace marker for the FCM module; see docs/ARCHITECTURE.md.
-public enum FCMModule {}

@@ -1,0 +1,56 @@
+/// Why an access token could not be obtained. Never carries a key, an assertion or a token.
+public struct OAuthError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// How the failure should be treated by a sender.
+    public enum Disposition: Sendable, Hashable {
+        /// The credentials are wrong (bad key, revoked account, refused grant): resending cannot help.
+        case credentials
+        /// The token endpoint or the network failed: try again later.
+        case transient
+    }
+
+    private enum Code: Sendable, Hashable {
+        case invalidPrivateKey(String)
+        case signingFailed
+        case refused(httpStatus: Int, error: String)
+        case endpointFailed(httpStatus: Int)
+        case malformedResponse(httpStatus: Int)
+        case transport(String)
+    }
+
+    private let code: Code
+
+    public static func invalidPrivateKey(_ reason: String) -> Self { .init(code: .invalidPrivateKey(reason)) }
+    public static let signingFailed = Self(code: .signingFailed)
+    /// The token endpoint refused the grant (4xx), with its OAuth `error` code.
+    public static func refused(httpStatus: Int, error: String) -> Self { .init(code: .refused(httpStatus: httpStatus, error: error)) }
+    /// The token endpoint answered 5xx (or another unexpected status).
+    public static func endpointFailed(httpStatus: Int) -> Self { .init(code: .endpointFailed(httpStatus: httpStatus)) }
+    public static func malformedResponse(httpStatus: Int) -> Self { .init(code: .malformedResponse(httpStatus: httpStatus)) }
+    public static func transport(_ reason: String) -> Self { .init(code: .transport(reason)) }
+
+    public var disposition: Disposition {
+        switch code {
+        case .invalidPrivateKey, .signingFailed, .refused: .credentials
+        case .endpointFailed, .malformedResponse, .transport: .transient
+        }
+    }
+
+    /// HTTP status of the token endpoint's answer, when there was one.
+    public var httpStatus: Int? {
+        switch code {
+        case .refused(let status, _), .endpointFailed(let status), .malformedResponse(let status): status
+        default: nil
+        }
+    }
+
+    public var description: String {
+        switch code {
+        case .invalidPrivateKey(let reason): "service account private key: \(reason)"
+        case .signingFailed: "signing the OAuth assertion failed"
+        case .refused(let status, let error): "token endpoint refused the service account (HTTP \(status), \(error))"
+        case .endpointFailed(let status): "token endpoint failed (HTTP \(status))"
+        case .malformedResponse(let status): "token endpoint answered an unreadable token response (HTTP \(status))"
+        case .transport(let reason): "token endpoint unreachable: \(reason)"
+        }
+    }
+}

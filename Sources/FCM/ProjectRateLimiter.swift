@@ -1,0 +1,86 @@
+import Synchronization
+
+/// Per-Firebase-project send rate: a token bucket at the project's quota (FCM's default is
+/// 600 000 messages / minute / project) plus a project-wide pause when FCM answers 429, so a
+/// quota error slows the whole project rather than one message.
+public final class ProjectRateLimiter: Sendable {
+    /// Tunables; the defaults follow FCM's documented quota and advice.
+    public struct Configuration: Sendable {
+        /// Messages per minute per project.
+        public var perMinute: Int = 600_000
+        /// Largest burst; defaults to one second's worth of quota.
+        public var burst: Int? = nil
+        /// The shortest pause after a 429, whatever Retry-After says (FCM asks for ≥ 1 minute).
+        public var minimumQuotaPause: Duration = .seconds(60)
+        /// Longest a caller waits in `acquire`; beyond it `acquire` answers `.deferred`.
+        public var maxWait: Duration = .seconds(5)
+        public init() {}
+    }
+
+    /// The answer of `acquire`.
+    public enum Grant: Sendable, Equatable {
+        /// Send now.
+        case granted
+        /// The project is paused or over quota for longer than `maxWait`: retry after the delay.
+        case deferred(Duration)
+    }
+
+    public let configuration: Configuration
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private let buckets = Mutex<[String: TokenBucket]>([:])
+
+    /// `now` is injectable for tests; it defaults to the continuous clock.
+    public init(configuration: Configuration = Configuration(),
+                now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+        self.configuration = configuration
+        self.now = now
+    }
+
+    /// Pure step: reserves one send for `project` at the current instant.
+    func reserve(project: String) -> TokenBucket.Reservation {
+        let instant = now()
+        return buckets.withLock { buckets in
+            var bucket = buckets[project] ?? TokenBucket(
+                perMinute: configuration.perMinute,
+                burst: configuration.burst ?? max(configuration.perMinute / 60, 1), now: instant)
+            let reservation = bucket.reserve(now: instant, maxWait: configuration.maxWait)
+            buckets[project] = bucket
+            return reservation
+        }
+    }
+
+    /// Waits (without blocking a thread) until `project` may send one message.
+    public func acquire(project: String) async -> Grant {
+        switch reserve(project: project) {
+        case .granted:
+            return .granted
+        case .deferred(let delay):
+            return .deferred(delay)
+        case .grantedAfter(let delay):
+            try? await Task.sleep(for: delay)
+            // A 429 may have paused the project while we waited.
+            let pause = pauseRemaining(project: project)
+            if pause > .zero { return .deferred(pause) }
+            return .granted
+        }
+    }
+
+    /// Records a 429 for `project`: pause it for max(Retry-After, minimumQuotaPause).
+    public func recordQuotaExceeded(project: String, retryAfter: Duration?) {
+        let instant = now()
+        let pause = max(retryAfter ?? .zero, configuration.minimumQuotaPause)
+        buckets.withLock { buckets in
+            var bucket = buckets[project] ?? TokenBucket(
+                perMinute: configuration.perMinute,
+                burst: configuration.burst ?? max(configuration.perMinute / 60, 1), now: instant)
+            bucket.pause(until: instant + pause)
+            buckets[project] = bucket
+        }
+    }
+
+    /// How long `project` stays paused, zero when it is not.
+    public func pauseRemaining(project: String) -> Duration {
+        let instant = now()
+        return buckets.withLock { $0[project]?.pauseRemaining(now: instant) ?? .zero }
+    }
+}

@@ -1,0 +1,60 @@
+/// A token bucket with a pause, in pure form: the caller passes the current instant.
+///
+/// `reserve` takes one token even when the bucket is empty (the balance goes negative) and
+/// answers how long the caller must wait, so that waiters are served in arrival order at the
+/// configured rate without re-polling.
+struct TokenBucket: Sendable {
+    let capacity: Double
+    let tokensPerSecond: Double
+    private(set) var tokens: Double
+    private(set) var updatedAt: ContinuousClock.Instant
+    private(set) var pausedUntil: ContinuousClock.Instant?
+
+    init(perMinute: Int, burst: Int, now: ContinuousClock.Instant) {
+        tokensPerSecond = Double(max(perMinute, 1)) / 60
+        capacity = Double(max(burst, 1))
+        tokens = capacity
+        updatedAt = now
+    }
+
+    /// The outcome of one reservation.
+    enum Reservation: Sendable, Equatable {
+        /// Go now.
+        case granted
+        /// A token is reserved; go after this delay.
+        case grantedAfter(Duration)
+        /// The wait would exceed the caller's limit: nothing was reserved; try again after this delay.
+        case deferred(Duration)
+    }
+
+    mutating func reserve(now: ContinuousClock.Instant, maxWait: Duration) -> Reservation {
+        refill(now: now)
+        let pause = pausedUntil.map { $0 > now ? now.duration(to: $0) : .zero } ?? .zero
+        if pause > maxWait { return .deferred(pause) }
+        let debtWait: Duration = tokens >= 1 ? .zero : .seconds((1 - tokens) / tokensPerSecond)
+        let wait = max(pause, debtWait)
+        if wait > maxWait { return .deferred(wait) }
+        tokens -= 1
+        return wait == .zero ? .granted : .grantedAfter(wait)
+    }
+
+    /// Remaining pause at `now`, zero when not paused.
+    func pauseRemaining(now: ContinuousClock.Instant) -> Duration {
+        guard let pausedUntil, pausedUntil > now else { return .zero }
+        return now.duration(to: pausedUntil)
+    }
+
+    /// Pauses the whole bucket until `until` (never shortens an existing pause).
+    mutating func pause(until: ContinuousClock.Instant) {
+        if let pausedUntil, pausedUntil >= until { return }
+        pausedUntil = until
+    }
+
+    private mutating func refill(now: ContinuousClock.Instant) {
+        guard now > updatedAt else { return }
+        let elapsed = updatedAt.duration(to: now)
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        tokens = min(capacity, tokens + seconds * tokensPerSecond)
+        updatedAt = now
+    }
+}

@@ -1,0 +1,117 @@
+import Synchronization
+import Testing
+@testable import FCM
+
+/// A clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let instant = Mutex(ContinuousClock.now)
+    func now() -> ContinuousClock.Instant { instant.withLock { $0 } }
+    func advance(_ duration: Duration) { instant.withLock { $0 += duration } }
+}
+
+@Suite struct ProjectRateLimiterTests {
+    private func limiter(perMinute: Int, burst: Int, clock: ManualClock, maxWait: Duration = .seconds(5),
+                         minimumPause: Duration = .seconds(60)) -> ProjectRateLimiter {
+        var configuration = ProjectRateLimiter.Configuration()
+        configuration.perMinute = perMinute
+        configuration.burst = burst
+        configuration.maxWait = maxWait
+        configuration.minimumQuotaPause = minimumPause
+        return ProjectRateLimiter(configuration: configuration, now: { clock.now() })
+    }
+
+    @Test func burstIsGrantedThenWaitsFollowTheRate() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 60, burst: 2, clock: clock) // one per second
+        #expect(limiter.reserve(project: "p") == .granted)
+        #expect(limiter.reserve(project: "p") == .granted)
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(1)))
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(2)))
+        clock.advance(.seconds(3))
+        #expect(limiter.reserve(project: "p") == .granted)
+    }
+
+    @Test func projectsHaveSeparateBuckets() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 60, burst: 1, clock: clock)
+        #expect(limiter.reserve(project: "a") == .granted)
+        #expect(limiter.reserve(project: "b") == .granted)
+        #expect(limiter.reserve(project: "a") == .grantedAfter(.seconds(1)))
+    }
+
+    @Test func waitBeyondTheLimitIsDeferredWithoutTakingAToken() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 60, burst: 1, clock: clock, maxWait: .milliseconds(500))
+        #expect(limiter.reserve(project: "p") == .granted)
+        #expect(limiter.reserve(project: "p") == .deferred(.seconds(1)))
+        clock.advance(.seconds(1))
+        #expect(limiter.reserve(project: "p") == .granted)
+    }
+
+    @Test func quotaErrorPausesTheWholeProjectForAtLeastTheMinimum() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 600_000, burst: 10_000, clock: clock)
+        limiter.recordQuotaExceeded(project: "p", retryAfter: .seconds(10))
+        #expect(limiter.pauseRemaining(project: "p") == .seconds(60))
+        #expect(limiter.reserve(project: "p") == .deferred(.seconds(60)))
+        #expect(limiter.reserve(project: "other") == .granted)
+        clock.advance(.seconds(59))
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(1)))
+        clock.advance(.seconds(1))
+        #expect(limiter.reserve(project: "p") == .granted)
+    }
+
+    @Test func longerRetryAfterWinsAndPausesNeverShorten() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 600, burst: 10, clock: clock)
+        limiter.recordQuotaExceeded(project: "p", retryAfter: .seconds(120))
+        limiter.recordQuotaExceeded(project: "p", retryAfter: nil)
+        #expect(limiter.pauseRemaining(project: "p") == .seconds(120))
+    }
+
+    @Test func asyncAcquireWaitsOutAShortPause() async {
+        var configuration = ProjectRateLimiter.Configuration()
+        configuration.minimumQuotaPause = .milliseconds(50)
+        let limiter = ProjectRateLimiter(configuration: configuration)
+        limiter.recordQuotaExceeded(project: "p", retryAfter: nil)
+        let start = ContinuousClock.now
+        #expect(await limiter.acquire(project: "p") == .granted)
+        #expect(ContinuousClock.now - start >= .milliseconds(50))
+    }
+
+    @Test func asyncAcquireDefersALongPause() async {
+        let limiter = ProjectRateLimiter()
+        limiter.recordQuotaExceeded(project: "p", retryAfter: .seconds(90))
+        guard case .deferred(let delay) = await limiter.acquire(project: "p") else {
+            Issue.record("expected a deferral")
+            return
+        }
+        #expect(delay > .seconds(89) && delay <= .seconds(90))
+    }
+}
+
+@Suite struct AsyncSemaphoreTests {
+    @Test func neverMoreThanThePermitsRunAtOnce() async {
+        let semaphore = AsyncSemaphore(permits: 3)
+        let counters = Counters()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    await semaphore.wait()
+                    counters.state.withLock { $0.running += 1; $0.peak = max($0.peak, $0.running) }
+                    await Task.yield()
+                    counters.state.withLock { $0.running -= 1; $0.done += 1 }
+                    semaphore.signal()
+                }
+            }
+        }
+        let final = counters.state.withLock { $0 }
+        #expect(final.done == 50)
+        #expect(final.peak <= 3)
+        #expect(final.running == 0)
+    }
+}
+
+private final class Counters: Sendable {
+    let state = Mutex((running: 0, peak: 0, done: 0))
+}
