@@ -5,6 +5,9 @@ public enum PushConnectorTool {
     static let commands: [(words: [String], type: any Command.Type, summary: String)] = [
         (["compose"], ComposeCommand.self, "print the FCM request bodies composed for a job"),
         (["config", "check"], ConfigCheckCommand.self, "validate an App ID configuration file"),
+        (["topology", "declare"], TopologyDeclareCommand.self, "declare exchanges and queues (idempotent)"),
+        (["worker"], WorkerCommand.self, "consume send jobs and deliver them through FCM"),
+        (["send"], SendCommand.self, "publish send jobs (JSON or JSON Lines) with confirms"),
     ]
 
     static var overview: String {
