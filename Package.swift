@@ -40,6 +40,9 @@ let package = Package(
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector"], swiftSettings: swiftSettings),
         .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
+        // Benchmark driver for the FCM client (bench/fcm/run.sh runs it against fcm-emulator).
+        .executableTarget(name: "fcm-bench", dependencies: ["FCM"], path: "bench/fcm/Sources",
+                          swiftSettings: swiftSettings),
 
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "EmulatorKit"], swiftSettings: swiftSettings),

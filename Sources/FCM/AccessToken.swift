@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 
 /// An OAuth2 access token and when it stops being valid. `description` redacts the value.
 public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
@@ -14,21 +15,21 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDe
 
     /// Parses a token endpoint answer `{access_token, expires_in, token_type}` received at `now`.
     static func parse(httpStatus: Int, body: [UInt8], now: Date) throws(OAuthError) -> AccessToken {
-        let json = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        let json = try? JSONValue.parse(body)
         guard (200..<300).contains(httpStatus) else {
             if (400..<500).contains(httpStatus), httpStatus != 408, httpStatus != 429 {
-                let error = (json?["error"] as? String) ?? "HTTP \(httpStatus)"
+                let error = json?["error"]?.stringValue ?? "HTTP \(httpStatus)"
                 throw .refused(httpStatus: httpStatus, error: String(error.prefix(100)))
             }
             throw .endpointFailed(httpStatus: httpStatus)
         }
-        guard let json, let value = json["access_token"] as? String, !value.isEmpty else {
+        guard let json, let value = json["access_token"]?.stringValue, !value.isEmpty else {
             throw .malformedResponse(httpStatus: httpStatus)
         }
-        if let type = json["token_type"] as? String, type.lowercased() != "bearer" {
+        if let type = json["token_type"]?.stringValue, type.lowercased() != "bearer" {
             throw .malformedResponse(httpStatus: httpStatus)
         }
-        let lifetime = (json["expires_in"] as? NSNumber)?.doubleValue ?? 3600
+        let lifetime = json["expires_in"].flatMap(\.intValue).map(Double.init) ?? 3600
         return AccessToken(value: value, expiresAt: now.addingTimeInterval(lifetime))
     }
 

@@ -91,8 +91,15 @@ final class CurlLane: @unchecked Sendable {
         let body = transfer.prepare()
         let url = transfer.request.url
         url.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_URL, $0) }
-        let version = url.hasPrefix("http://") ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS
+        let cleartext = url.hasPrefix("http://")
+        let version = cleartext ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS
         pc_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(version))
+        // libcurl < 7.89 cannot reuse an h2c prior-knowledge connection (curl#10634: the second
+        // stream fails with "Error in the HTTP2 framing layer"). There, each cleartext request
+        // gets its own connection; TLS (the production path) multiplexes normally.
+        let isolate = cleartext && CurlGlobal.priorKnowledgeReuseBroken
+        pc_curl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, isolate ? 1 : 0)
+        pc_curl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, isolate ? 1 : 0)
         pc_curl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.request.body.count))
         pc_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body)
         pc_curl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, transfer.headerList)
@@ -131,7 +138,13 @@ final class CurlLane: @unchecked Sendable {
     /// A new easy handle with every option that does not change between requests.
     private func makeHandle() -> UnsafeMutableRawPointer? {
         guard let easy = curl_easy_init() else { return nil }
+        configure(easy)
+        return easy
+    }
+
+    private func configure(_ easy: UnsafeMutableRawPointer) {
         pc_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        if Self.verbose { pc_curl_easy_setopt_long(easy, CURLOPT_VERBOSE, 1) }
         pc_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         pc_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
         pc_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
@@ -160,8 +173,11 @@ final class CurlLane: @unchecked Sendable {
             }
             return length
         }
-        return easy
     }
+
+    /// `PUSH_CONNECTOR_CURL_VERBOSE=1` makes libcurl trace to stderr (headers are not redacted:
+    /// for local debugging against the emulator only).
+    private static let verbose = ProcessInfo.processInfo.environment["PUSH_CONNECTOR_CURL_VERBOSE"] == "1"
 
     private static func milliseconds(_ duration: Duration) -> Int {
         let (seconds, attoseconds) = duration.components
@@ -197,4 +213,10 @@ enum CurlGlobal {
     }()
 
     static func initialize() { _ = initialized }
+
+    /// True for libcurl older than 7.89.0 (curl#10634, fixed by curl PR #10643).
+    static let priorKnowledgeReuseBroken: Bool = {
+        guard let info = curl_version_info(CURLVERSION_FIRST) else { return true }
+        return info.pointee.version_num < 0x07_59_00
+    }()
 }

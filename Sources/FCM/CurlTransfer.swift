@@ -45,27 +45,30 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Records a response header line; only `Retry-After` is kept.
     func headerLine(_ line: UnsafeBufferPointer<UInt8>) {
-        if line.starts(with: Array("HTTP/".utf8)) {
+        if line.starts(with: Self.statusLinePrefix) {
             retryAfter = nil // a new response (after 1xx) starts
-            return
+        } else if let value = Self.retryAfterValue(line) {
+            retryAfter = value
         }
-        let name = Array("retry-after:".utf8)
-        guard line.count > name.count else { return }
-        for index in name.indices {
-            let byte = line[index]
-            let lower = (65...90).contains(byte) ? byte + 32 : byte
-            if lower != name[index] { return }
-        }
-        let value = String(decoding: line[name.count...], as: UTF8.self).trimmingCharacters(in: [" ", "\t", "\r", "\n"])
-        retryAfter = value
     }
-}
 
-extension String {
-    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
-        var slice = Substring(self)
-        while let first = slice.first, set.contains(first) { slice.removeFirst() }
-        while let last = slice.last, set.contains(last) { slice.removeLast() }
-        return String(slice)
+    private static let statusLinePrefix = Array("HTTP/".utf8)
+    private static let retryAfterName = Array("retry-after:".utf8)
+
+    /// The value of a `Retry-After` header line (any case, surrounding blanks and CR LF removed).
+    static func retryAfterValue(_ line: some Collection<UInt8>) -> String? {
+        let bytes = Array(line)
+        let name = retryAfterName
+        guard bytes.count > name.count else { return nil }
+        for index in name.indices {
+            let byte = bytes[index]
+            let lower = (65...90).contains(byte) ? byte + 32 : byte
+            if lower != name[index] { return nil }
+        }
+        var value = bytes[name.count...]
+        let blank: Set<UInt8> = [0x20, 0x09, 0x0D, 0x0A]
+        while let first = value.first, blank.contains(first) { value = value.dropFirst() }
+        while let last = value.last, blank.contains(last) { value = value.dropLast() }
+        return String(decoding: value, as: UTF8.self)
     }
 }

@@ -5,9 +5,10 @@ import Foundation
 /// Per send: wait for the project's rate limiter, get the service account's access token
 /// (cached, refreshed ahead of expiry), POST `{base}/v1/projects/{p}/messages:send`, decode.
 /// A 401 UNAUTHENTICATED for our own token invalidates it and resends once; a request whose
-/// connection went away before any response (GOAWAY, reset, refused connect) is resent once at
-/// once, because FCM did not answer it. That may, rarely, duplicate a notification the server
-/// did accept before the connection died; the pipeline is at-least-once anyway. Timeouts are not
+/// connection went away before any response (GOAWAY, reset, refused connect) is resent at once
+/// (up to `resendsAfterConnectionLoss` times, default 2), because FCM did not answer it. That
+/// may, rarely, duplicate a notification the server did accept before the connection died; the
+/// pipeline is at-least-once anyway. Timeouts are not
 /// resent here: they come back as `.retryable` for the caller's backoff.
 public final class FCMClient: Sendable {
     /// Tunables of the client and its transport.
@@ -16,6 +17,9 @@ public final class FCMClient: Sendable {
         public var baseURL: String = "https://fcm.googleapis.com"
         public var transport = CurlTransportConfiguration()
         public var rateLimit = ProjectRateLimiter.Configuration()
+        /// Immediate resends of a request whose connection went away before any answer (GOAWAY,
+        /// reset, refused connect). Such a request was almost always not processed by FCM.
+        public var resendsAfterConnectionLoss = 2
         /// Refresh access tokens this long before they expire.
         public var tokenRefreshMargin: Duration = .seconds(300)
         public init() {}
@@ -62,7 +66,7 @@ public final class FCMClient: Sendable {
         }
         let url = configuration.baseURL + "/v1/projects/" + projectID + "/messages:send"
         var refreshedAfter401 = false
-        var resentAfterConnectionLoss = false
+        var resendsLeft = configuration.resendsAfterConnectionLoss
         while true {
             let token: AccessToken
             do {
@@ -75,8 +79,8 @@ public final class FCMClient: Sendable {
                                       body: messageBody)
             switch await transport.send(request) {
             case .failure(let error):
-                if !resentAfterConnectionLoss, error.kind == .connectionLost || error.kind == .connectFailed {
-                    resentAfterConnectionLoss = true
+                if resendsLeft > 0, error.kind == .connectionLost || error.kind == .connectFailed {
+                    resendsLeft -= 1
                     continue
                 }
                 return Self.outcome(for: error)

@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 
 /// Turns an FCM HTTP v1 response into an `FCMOutcome`. Pure: no I/O, the clock is a parameter.
 ///
@@ -10,14 +11,14 @@ public enum FCMResponseDecoder {
     /// Decodes one response. `retryAfter` is the raw `Retry-After` header value, if any.
     public static func decode(httpStatus: Int, body: [UInt8], retryAfter: String? = nil,
                               now: Date = Date()) -> FCMOutcome {
-        let json = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) as? [String: Any]
+        let json = try? JSONValue.parse(body)
         if (200..<300).contains(httpStatus) {
-            return .sent(name: json?["name"] as? String ?? "")
+            return .sent(name: json?["name"]?.stringValue ?? "")
         }
-        let error = json?["error"] as? [String: Any]
-        let message = (error?["message"] as? String) ?? fallbackMessage(httpStatus: httpStatus, body: body)
+        let error = json?["error"]
+        let message = error?["message"]?.stringValue ?? fallbackMessage(httpStatus: httpStatus, body: body)
         let errorCode = fcmErrorCode(in: error)
-        let status = error?["status"] as? String
+        let status = error?["status"]?.stringValue
         let delay = retryAfter.flatMap { RetryAfter.parse($0, now: now) }
 
         if let errorCode, let outcome = classify(code: errorCode, httpStatus: httpStatus, message: message, retryAfter: delay) {
@@ -69,11 +70,11 @@ public enum FCMResponseDecoder {
         }
     }
 
-    private static func fcmErrorCode(in error: [String: Any]?) -> String? {
-        guard let details = error?["details"] as? [Any] else { return nil }
-        for case let entry as [String: Any] in details {
-            guard let type = entry["@type"] as? String, type == fcmErrorType || type.hasSuffix(".FcmError") else { continue }
-            if let code = entry["errorCode"] as? String, !code.isEmpty { return code }
+    private static func fcmErrorCode(in error: JSONValue?) -> String? {
+        guard let details = error?["details"]?.arrayValue else { return nil }
+        for entry in details {
+            guard let type = entry["@type"]?.stringValue, type == fcmErrorType || type.hasSuffix(".FcmError") else { continue }
+            if let code = entry["errorCode"]?.stringValue, !code.isEmpty { return code }
         }
         return nil
     }

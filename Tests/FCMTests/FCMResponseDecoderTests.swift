@@ -101,6 +101,13 @@ import Testing
 }
 
 @Suite struct RetryAfterTests {
+    @Test func headerLineIsRecognisedInAnyCase() {
+        #expect(CurlTransfer.retryAfterValue(Array("retry-after: 7\r\n".utf8)) == "7")
+        #expect(CurlTransfer.retryAfterValue(Array("Retry-After:\t120 \r\n".utf8)) == "120")
+        #expect(CurlTransfer.retryAfterValue(Array("retry-afterx: 7\r\n".utf8)) == nil)
+        #expect(CurlTransfer.retryAfterValue(Array("content-length: 7\r\n".utf8)) == nil)
+    }
+
     let now = Date(timeIntervalSince1970: 784_111_717) // 08:48:37 GMT
 
     @Test func delaySeconds() {

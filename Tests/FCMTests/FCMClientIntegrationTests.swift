@@ -1,0 +1,204 @@
+import EmulatorKit
+import Foundation
+import Synchronization
+import Testing
+@testable import FCM
+
+/// FCMClient against the real in-process emulator over HTTP/2 (h2c and TLS). Serialized: each
+/// test starts its own emulator, and the machine is small.
+@Suite(.serialized) struct FCMClientIntegrationTests {
+    @Test func sendsOverCleartextHTTP2() async throws {
+        let harness = try EmulatorHarness()
+        defer { harness.stop() }
+        let outcome = await harness.send(token: "device-token-1")
+        guard case .sent(let name) = outcome else {
+            Issue.record("expected sent, got \(outcome)")
+            return
+        }
+        #expect(name.hasPrefix("projects/\(EmulatorHarness.project)/messages/"))
+        let recorded = harness.emulator.recordedMessages()
+        #expect(recorded.map(\.token) == ["device-token-1"])
+        #expect(recorded.first?.name == name)
+    }
+
+    @Test func sendsOverTLSWithAPrivateCA() async throws {
+        let harness = try EmulatorHarness(tls: true)
+        defer { harness.stop() }
+        let outcome = await harness.send(token: "device-token-tls")
+        #expect(outcome.label == "sent", "\(outcome)")
+        #expect(harness.emulator.recordedMessages().map(\.token) == ["device-token-tls"])
+    }
+
+    @Test func refusesAnUntrustedCertificate() async throws {
+        let harness = try EmulatorHarness(tls: true, trustCA: false)
+        defer { harness.stop() }
+        let outcome = await harness.send(token: "device-token-tls")
+        // The token endpoint is on the same untrusted server: the failure surfaces there.
+        #expect(outcome.label != "sent")
+        #expect(harness.emulator.recordedMessages().isEmpty)
+        #expect(harness.emulator.stats().tokensIssued == 0)
+    }
+
+    @Test(arguments: [
+        ("unregistered-a", "invalid_token", "UNREGISTERED", 404),
+        ("invalid-a", "rejected", "INVALID_ARGUMENT", 400),
+        ("mismatch-a", "rejected", "SENDER_ID_MISMATCH", 403),
+        ("unavailable-a", "retryable", "UNAVAILABLE", 503),
+        ("internal-a", "retryable", "INTERNAL", 500),
+        ("thirdparty-a", "configuration_failed", "THIRD_PARTY_AUTH_ERROR", 401),
+        ("quota-a", "retryable", "QUOTA_EXCEEDED", 429),
+    ])
+    func everyErrorKindIsClassified(token: String, label: String, code: String, status: Int) async throws {
+        let harness = try EmulatorHarness(configure: { $0.retryAfterSeconds = 7 })
+        defer { harness.stop() }
+        let outcome = await harness.send(token: token)
+        #expect(outcome.label == label, "\(outcome)")
+        #expect(outcome.failure?.code == code)
+        #expect(outcome.failure?.httpStatus == status)
+        #expect(outcome.failure?.message.isEmpty == false)
+        if case .retryable(_, let retryAfter) = outcome, status == 429 || status == 503 {
+            #expect(retryAfter == .seconds(7))
+        }
+        if label == "configuration_failed" {
+            // THIRD_PARTY_AUTH_ERROR is a 401 too, but not about our token: no refresh, no resend.
+            #expect(harness.emulator.stats().tokensIssued == 1)
+        }
+    }
+
+    @Test func invalidMessageBodyIsRejected() async throws {
+        let harness = try EmulatorHarness()
+        defer { harness.stop() }
+        let body = Array(#"{"message":{"token":"t","notificaton":{"title":"typo"}}}"#.utf8)
+        let outcome = await harness.client.send(projectID: EmulatorHarness.project, messageBody: body, credentials: harness.account)
+        #expect(outcome.label == "rejected", "\(outcome)")
+        #expect(outcome.failure?.code == "INVALID_ARGUMENT")
+    }
+
+    @Test func quotaRetryAfterPausesTheWholeProject() async throws {
+        let harness = try EmulatorHarness(configure: { $0.retryAfterSeconds = 2 }, configureClient: {
+            $0.rateLimit.minimumQuotaPause = .zero
+            $0.rateLimit.maxWait = .seconds(10)
+        })
+        defer { harness.stop() }
+        let quota = await harness.send(token: "quota-1")
+        #expect(quota == .retryable(FCMFailure(code: "QUOTA_EXCEEDED", httpStatus: 429, message: quota.failure?.message ?? ""),
+                                    retryAfter: .seconds(2)))
+        #expect(harness.client.rateLimiter.pauseRemaining(project: EmulatorHarness.project) > .seconds(1))
+        let start = ContinuousClock.now
+        let next = await harness.send(token: "after-pause")
+        #expect(next.label == "sent")
+        #expect(ContinuousClock.now - start >= .milliseconds(1900))
+    }
+
+    @Test func longPauseDefersWithoutReachingFCM() async throws {
+        let harness = try EmulatorHarness(configure: { $0.retryAfterSeconds = 90 })
+        defer { harness.stop() }
+        _ = await harness.send(token: "quota-1")
+        let deferred = await harness.send(token: "would-be-sent")
+        guard case .retryable(let failure, let retryAfter) = deferred else {
+            Issue.record("expected retryable, got \(deferred)")
+            return
+        }
+        #expect(failure.code == "PROJECT_PAUSED")
+        #expect((retryAfter ?? .zero) > .seconds(85))
+        #expect(harness.emulator.recordedMessages().isEmpty)
+    }
+
+    @Test(arguments: [true, false])
+    func manyConcurrentSendsShareOneTokenFetch(tls: Bool) async throws {
+        let harness = try EmulatorHarness(tls: tls, configure: { $0.latency = .fixed(.milliseconds(20)) })
+        defer { harness.stop() }
+        let outcomes = await withTaskGroup(of: FCMOutcome.self) { group in
+            for index in 0..<300 { group.addTask { await harness.send(token: "concurrent-\(index)") } }
+            return await group.reduce(into: [FCMOutcome]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0.label != "sent" }.count == 0, "\(outcomes.first { $0.label != "sent" }.map { "\($0)" } ?? "")")
+        #expect(harness.emulator.stats().tokensIssued == 1)
+        #expect(await harness.client.tokens.fetchCount == 1)
+        #expect(Set(harness.emulator.recordedMessages().compactMap(\.token)).count == 300)
+    }
+
+    @Test func tokenIsRefreshedAheadOfExpiry() async throws {
+        // Tokens live 4 s; the client refreshes 3 s before expiry, so after ~1 s it fetches anew
+        // while the old token still works: the server never sees an expired token.
+        let harness = try EmulatorHarness(configure: { $0.accessTokenLifetime = .seconds(4) },
+                                          configureClient: { $0.tokenRefreshMargin = .seconds(3) })
+        defer { harness.stop() }
+        #expect(await harness.send(token: "first").label == "sent")
+        #expect(harness.emulator.stats().tokensIssued == 1)
+        var sends = 1
+        let refreshed = await eventually(timeout: .seconds(8)) {
+            sends += 1
+            guard await harness.send(token: "refresh-\(sends)").label == "sent" else { return false }
+            return harness.emulator.stats().tokensIssued >= 2
+        }
+        #expect(refreshed)
+        #expect(harness.emulator.stats().count("UNAUTHENTICATED") == 0)
+    }
+
+    @Test func unauthenticatedTokenIsRefreshedOnceAndResent() async throws {
+        let harness = try EmulatorHarness()
+        defer { harness.stop() }
+        #expect(await harness.send(token: "before").label == "sent")
+        harness.emulator.expireAccessTokens()
+        let outcome = await harness.send(token: "after-expiry")
+        #expect(outcome.label == "sent", "\(outcome)")
+        #expect(harness.emulator.stats().tokensIssued == 2)
+        #expect(harness.emulator.stats().count("UNAUTHENTICATED") == 1)
+        #expect(harness.emulator.recordedMessages().map(\.token) == ["before", "after-expiry"])
+    }
+
+    @Test func unknownServiceAccountIsAnAuthFailureWithoutSecrets() async throws {
+        let harness = try EmulatorHarness()
+        defer { harness.stop() }
+        let stranger = ServiceAccount(projectID: EmulatorHarness.project, privateKeyID: "other",
+                                      privateKey: TestKeys.shared, clientEmail: "stranger@x.iam.gserviceaccount.com",
+                                      tokenURI: harness.account.tokenURI)
+        let outcome = await harness.client.send(projectID: EmulatorHarness.project,
+                                                messageBody: EmulatorHarness.body(token: "t"), credentials: stranger)
+        #expect(outcome.label == "auth_failed", "\(outcome)")
+        let text = "\(outcome)"
+        #expect(!text.contains("PRIVATE KEY"))
+        #expect(!text.contains(TestKeys.shared.split(separator: "\n")[1]))
+        #expect(harness.emulator.recordedMessages().isEmpty)
+    }
+
+    /// Over TLS the requests share multiplexed connections, so GOAWAY cuts streams in flight.
+    @Test(arguments: [true, false])
+    func goawayMidStreamLosesNoSend(tls: Bool) async throws {
+        let harness = try EmulatorHarness(tls: tls, configure: {
+            $0.goawayEveryRequests = 25
+            $0.latency = .fixed(.milliseconds(5))
+        })
+        defer { harness.stop() }
+        let outcomes = await withTaskGroup(of: (Int, FCMOutcome).self) { group in
+            for index in 0..<200 { group.addTask { (index, await harness.send(token: "goaway-\(index)")) } }
+            return await group.reduce(into: [(Int, FCMOutcome)]()) { $0.append($1) }
+        }
+        let failed = outcomes.filter { $0.1.label != "sent" }
+        #expect(failed.isEmpty, "\(failed.count) failed, e.g. \(failed.prefix(3))")
+        let delivered = Set(harness.emulator.recordedMessages().compactMap(\.token))
+        #expect(delivered == Set((0..<200).map { "goaway-\($0)" }))
+    }
+
+    @Test func slowAnswerTimesOutAsRetryable() async throws {
+        let harness = try EmulatorHarness(configureClient: { $0.transport.requestTimeout = .milliseconds(500) })
+        defer { harness.stop() }
+        #expect(await harness.send(token: "warm-up").label == "sent")
+        let outcome = await harness.send(token: "slow3000-x")
+        #expect(outcome.label == "retryable")
+        #expect(outcome.failure?.code == "TRANSPORT_TIMEOUT")
+    }
+
+    @Test func unreachableServerIsRetryable() async throws {
+        let port = try EmulatorHarness.freePort()
+        var configuration = FCMClient.Configuration()
+        configuration.baseURL = "http://127.0.0.1:\(port)"
+        let client = FCMClient(configuration: configuration)
+        defer { client.shutdown() }
+        let account = ServiceAccount(projectID: "p", privateKeyID: "k", privateKey: TestKeys.shared,
+                                     clientEmail: "a@b", tokenURI: "http://127.0.0.1:\(port)/token")
+        let outcome = await client.send(projectID: "p", messageBody: EmulatorHarness.body(token: "t"), credentials: account)
+        #expect(outcome.label == "retryable", "\(outcome)")
+    }
+}
