@@ -43,12 +43,7 @@ final class AMQPConnection {
         self.settings = settings
         guard let state = amqp_new_connection() else { throw .connectionFailed("amqp_new_connection failed") }
         self.state = state
-        do {
-            try open()
-        } catch {
-            amqp_destroy_connection(state)
-            throw error
-        }
+        try open()  // on failure, deinit (which runs for a fully initialised object) destroys state
         isOpen = true
     }
 

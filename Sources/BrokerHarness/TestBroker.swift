@@ -126,16 +126,31 @@ public struct TestBrokerError: Error, CustomStringConvertible {
 }
 
 /// Runs a program to completion; output is stdout and stderr together.
+///
+/// posix_spawn + waitpid rather than Foundation's Process: the broker script leaves daemons
+/// behind (node, watchdog), and Process did not reliably notice the script's exit from a
+/// non-main thread. The output goes through a temporary file, never a pipe a daemon could hold.
 func runProcess(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    process.standardInput = FileHandle.nullDevice
-    do { try process.run() } catch { throw TestBrokerError("cannot run \(path): \(error)") }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let outputPath = NSTemporaryDirectory() + "pc-broker-\(getpid())-\(UUID().uuidString).out"
+    let fd = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { throw TestBrokerError("cannot create \(outputPath)") }
+    defer { unlink(outputPath) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, fd, 1)
+    posix_spawn_file_actions_adddup2(&actions, fd, 2)
+    posix_spawn_file_actions_addclose(&actions, fd)
+    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid = pid_t()
+    let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    close(fd)
+    guard spawned == 0 else { throw TestBrokerError("cannot run \(path): errno \(spawned)") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    let data = FileManager.default.contents(atPath: outputPath) ?? Data()
+    return (exitStatus, String(decoding: data, as: UTF8.self))
 }

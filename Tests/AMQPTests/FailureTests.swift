@@ -3,7 +3,7 @@ import BrokerHarness
 import Foundation
 import Testing
 
-@Suite("Broker-side failures")
+@Suite("Broker-side failures", .timeLimit(.minutes(3)))
 struct FailureTests {
     @Test func serverClosedConnectionEndsTheStreamAndUnackedMessagesComeBack() async throws {
         let broker = try await TestBroker.shared()

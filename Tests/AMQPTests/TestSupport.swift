@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+import Synchronization
 
 struct DeadlineExceeded: Error, CustomStringConvertible {
     let what: String
@@ -7,17 +8,32 @@ struct DeadlineExceeded: Error, CustomStringConvertible {
 }
 
 /// Runs `body`, failing with `DeadlineExceeded` after `seconds` (so a hang fails the test).
+/// The body runs in its own task and is cancelled, not awaited, at the deadline: even a body
+/// stuck in a continuation that ignores cancellation cannot hang the test.
 func withDeadline<T: Sendable>(_ seconds: Double, _ what: String,
                                _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw DeadlineExceeded(what: what)
+    let once = ResumeOnce<T>()
+    return try await withCheckedThrowingContinuation { continuation in
+        once.set(continuation)
+        let work = Task { once.resume(await Result { try await body() }) }
+        Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            work.cancel()
+            once.resume(.failure(DeadlineExceeded(what: what)))
         }
-        let result = try await group.next()!
-        group.cancelAll()
-        return result
+    }
+}
+
+/// Resumes a continuation at most once, whoever comes first.
+final class ResumeOnce<T: Sendable>: Sendable {
+    private let pending = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    func set(_ continuation: CheckedContinuation<T, any Error>) { pending.withLock { $0 = continuation } }
+    func resume(_ result: Result<T, any Error>) { pending.withLock { $0.take() }?.resume(with: result) }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }
 
