@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "FCMTests", dependencies: ["FCM", "EmulatorKit"], swiftSettings: swiftSettings),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
-        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "EmulatorKit"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )
