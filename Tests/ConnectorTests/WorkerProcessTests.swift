@@ -1,0 +1,55 @@
+import Foundation
+import PushCore
+import Testing
+@testable import Connector
+
+/// The built `push-connector` binary next to the test bundle.
+func builtProduct(_ name: String) throws -> String {
+    let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+    let path = directory + "/" + name
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        throw FixtureError("\(path) is missing: build the package first (swift build)")
+    }
+    return path
+}
+
+/// The worker as a real process, stopped by a real SIGTERM.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct WorkerProcessTests {
+    @Test func sigtermMidLoadLosesNothingAndExitsZero() async throws {
+        let f = try await PipelineFixture()
+        let total = 400
+        try await f.publish((0..<total).map { jobJSON("term-\($0)", tokens: ["slow300-dev-\($0)"]) })
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
+        process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
+                             "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--prefetch", "20", "--shutdown-deadline", "20",
+                             "--no-declare", "--log-level", "warn"]
+        process.environment = ["PATH": "/usr/bin:/bin"]
+        try process.run()
+        var results = try await f.results(30)
+        kill(process.processIdentifier, SIGTERM)
+        let exitDeadline = ContinuousClock.now + .seconds(30)
+        while process.isRunning, ContinuousClock.now < exitDeadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!process.isRunning, "the worker did not exit within 30 s of SIGTERM")
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(process.terminationReason == .exit)
+
+        // Everything the worker acked has its result; the rest is still queued.
+        while let more = try? await f.results(1, timeout: .milliseconds(500)) { results += more }
+        let queued = try f.messageCount(f.topology.jobsQueue)
+        #expect(queued > 0, "SIGTERM came after the load: the test proved nothing")
+        #expect(results.count + queued == total, "results \(results.count) + queued \(queued) != \(total)")
+        #expect(Set(results.map(\.jobID)).count == results.count, "a job was answered twice")
+
+        // A second worker finishes the rest: every job ends with exactly one result.
+        let (shutdown, task) = f.startWorker(try f.makeWorker(prefetch: 200))
+        results += try await f.results(queued, timeout: .seconds(60))
+        shutdown.trigger()
+        await task.value
+        #expect(Set(results.map(\.jobID)).count == total)
+        #expect(results.count == total)
+    }
+}
