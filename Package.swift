@@ -28,6 +28,8 @@ let package = Package(
         // Adapters.
         .target(name: "FCM", dependencies: ["PushCore", "CCurl", "COpenSSL"], swiftSettings: swiftSettings),
         .target(name: "AMQP", dependencies: ["CRabbitMQ"], swiftSettings: swiftSettings),
+        // Test support: one real RabbitMQ node per test process (scripts/test-broker.sh).
+        .target(name: "BrokerHarness", dependencies: ["AMQP"], swiftSettings: swiftSettings),
         // The emulator deliberately does not depend on PushCore: its validation is written
         // independently, so that a bug shared with the composer cannot hide itself.
         .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
@@ -44,9 +46,9 @@ let package = Package(
 
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "EmulatorKit"], swiftSettings: swiftSettings),
-        .testTarget(name: "AMQPTests", dependencies: ["AMQP"], swiftSettings: swiftSettings),
+        .testTarget(name: "AMQPTests", dependencies: ["AMQP", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
-        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "EmulatorKit"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,2 +1,6 @@
 import Connector
-print("push-connector: not wired yet")
+import Foundation
+
+// Thin entry point: all parsing and wiring lives in Connector.PushConnectorTool.
+let code = await PushConnectorTool.main(Array(CommandLine.arguments.dropFirst()))
+exit(code)

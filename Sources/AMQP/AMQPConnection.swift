@@ -1,0 +1,295 @@
+import CRabbitMQ
+import Foundation
+
+/// AMQP method ids (class << 16 | method) that librabbitmq defines as casted macros.
+enum AMQPMethod {
+    static let connectionClose: UInt32 = 0x000A_0032
+    static let connectionCloseOK: UInt32 = 0x000A_0033
+    static let connectionBlocked: UInt32 = 0x000A_003C
+    static let connectionUnblocked: UInt32 = 0x000A_003D
+    static let channelClose: UInt32 = 0x0014_0028
+    static let channelCloseOK: UInt32 = 0x0014_0029
+    static let basicCancel: UInt32 = 0x003C_001E
+    static let basicCancelOK: UInt32 = 0x003C_001F
+    static let basicReturn: UInt32 = 0x003C_0032
+    static let basicDeliver: UInt32 = 0x003C_003C
+    static let basicGetOK: UInt32 = 0x003C_0047
+    static let basicAck: UInt32 = 0x003C_0050
+    static let basicNack: UInt32 = 0x003C_0078
+}
+
+/// What one read from the socket produced, already copied out of librabbitmq's buffers.
+enum IncomingFrame {
+    case deliver(Delivery)
+    case ack(tag: UInt64, multiple: Bool)
+    case nack(tag: UInt64, multiple: Bool)
+    case returned(replyCode: UInt16, replyText: String, exchange: String, routingKey: String)
+    case cancelledByServer(consumerTag: String)
+    case channelClosed(channel: UInt16, AMQPError)
+    case other(method: UInt32)
+}
+
+/// One librabbitmq connection. NOT thread-safe and never shared: it lives on the single thread
+/// that created it (see `ConnectionThread`). All calls block that thread only.
+final class AMQPConnection {
+    let settings: AMQPSettings
+    private let state: amqp_connection_state_t
+    private(set) var isOpen = false
+    /// Socket descriptor, for `poll` together with a wake-up descriptor.
+    private(set) var socketFD: Int32 = -1
+
+    /// Opens TCP (or TLS), logs in with client properties, opens channel 1.
+    init(settings: AMQPSettings) throws(AMQPError) {
+        self.settings = settings
+        guard let state = amqp_new_connection() else { throw .connectionFailed("amqp_new_connection failed") }
+        self.state = state
+        try open()  // on failure, deinit (which runs for a fully initialised object) destroys state
+        isOpen = true
+    }
+
+    deinit {
+        if isOpen { _ = amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS)) }
+        amqp_destroy_connection(state)
+    }
+
+    private func open() throws(AMQPError) {
+        let socket: OpaquePointer?
+        if let tls = settings.tls {
+            socket = amqp_ssl_socket_new(state)
+            guard let socket else { throw .connectionFailed("cannot create a TLS socket") }
+            amqp_ssl_socket_set_verify_peer(socket, tls.verifyPeer ? 1 : 0)
+            amqp_ssl_socket_set_verify_hostname(socket, tls.verifyHostname ? 1 : 0)
+            if let ca = tls.caFile, amqp_ssl_socket_set_cacert(socket, ca) != AMQP_STATUS_OK.rawValue {
+                throw .connectionFailed("cannot load the CA file \(ca)")
+            }
+        } else {
+            socket = amqp_tcp_socket_new(state)
+        }
+        guard let socket else { throw .connectionFailed("cannot create a socket") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        let status = amqp_socket_open_noblock(socket, settings.host, Int32(settings.port), &timeout)
+        guard status == AMQP_STATUS_OK.rawValue else {
+            throw .connectionFailed("cannot connect to \(settings.redactedURL): \(Self.statusText(status))")
+        }
+        let arena = CArena()
+        var properties = arena.table([
+            "connection_name": .string(settings.connectionName),
+            "product": "push-connector",
+            "platform": "Swift",
+            "capabilities": .table([
+                "consumer_cancel_notify": true,
+                "publisher_confirms": true,
+                "basic.nack": true,
+                "connection.blocked": true,
+                "authentication_failure_close": true,
+            ]),
+        ])
+        let reply = pc_amqp_login_plain_with_properties(
+            state, settings.vhost, 0, Int32(settings.frameMax), Int32(settings.heartbeatSeconds), &properties,
+            settings.user, settings.password)
+        withExtendedLifetime(arena) {}
+        if reply.reply_type != AMQP_RESPONSE_NORMAL {
+            throw .loginFailed("login to \(settings.redactedURL) refused: \(describe(reply))")
+        }
+        socketFD = amqp_get_sockfd(state)
+        try openChannel(1)
+    }
+
+    func openChannel(_ channel: UInt16) throws(AMQPError) {
+        _ = amqp_channel_open(state, channel)
+        try check("channel.open")
+    }
+
+    // MARK: RPC helpers
+
+    /// Throws when the last synchronous RPC did not succeed.
+    func check(_ what: String) throws(AMQPError) {
+        let reply = amqp_get_rpc_reply(state)
+        try check(reply, what)
+    }
+
+    func check(_ reply: amqp_rpc_reply_t, _ what: String) throws(AMQPError) {
+        switch reply.reply_type {
+        case AMQP_RESPONSE_NORMAL: return
+        case AMQP_RESPONSE_SERVER_EXCEPTION where reply.reply.id == AMQPMethod.channelClose:
+            let close = reply.reply.decoded.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
+            var ok = amqp_channel_close_ok_t(dummy: 0)
+            _ = amqp_send_method(state, 1, AMQPMethod.channelCloseOK, &ok)
+            throw .channelClosed("\(what): \(CDecode.string(close.reply_text))", replyCode: close.reply_code)
+        default:
+            isOpen = false
+            throw .connectionLost("\(what): \(describe(reply))")
+        }
+    }
+
+    private func describe(_ reply: amqp_rpc_reply_t) -> String {
+        switch reply.reply_type {
+        case AMQP_RESPONSE_NONE: return "missing RPC reply"
+        case AMQP_RESPONSE_LIBRARY_EXCEPTION: return Self.statusText(reply.library_error)
+        case AMQP_RESPONSE_SERVER_EXCEPTION:
+            if reply.reply.id == AMQPMethod.connectionClose {
+                let close = reply.reply.decoded.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
+                return "server closed the connection: \(close.reply_code) \(CDecode.string(close.reply_text))"
+            }
+            if reply.reply.id == AMQPMethod.channelClose {
+                let close = reply.reply.decoded.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
+                return "server closed the channel: \(close.reply_code) \(CDecode.string(close.reply_text))"
+            }
+            return "server exception (method 0x\(String(reply.reply.id, radix: 16)))"
+        default: return "unknown reply"
+        }
+    }
+
+    static func statusText(_ status: Int32) -> String {
+        String(cString: amqp_error_string2(status))
+    }
+
+    var raw: amqp_connection_state_t { state }
+
+    // MARK: frames
+
+    /// True when frames are already buffered (a `poll` on the socket would not see them).
+    var hasBufferedData: Bool {
+        amqp_frames_enqueued(state) != 0 || amqp_data_in_buffer(state) != 0
+    }
+
+    /// Reads one frame, waiting at most `timeoutMicros` (0: only what is already there).
+    /// Returns nil on timeout. Services heartbeats. Throws `.connectionLost` when the connection
+    /// dies (the server's connection.close is answered first).
+    func nextFrame(timeoutMicros: Int) throws(AMQPError) -> IncomingFrame? {
+        var frame = amqp_frame_t()
+        var tv = timeval(tv_sec: timeoutMicros / 1_000_000, tv_usec: Int(timeoutMicros % 1_000_000))
+        let status = amqp_simple_wait_frame_noblock(state, &frame, &tv)
+        if status == AMQP_STATUS_TIMEOUT.rawValue { return nil }
+        guard status == AMQP_STATUS_OK.rawValue else {
+            isOpen = false
+            throw .connectionLost("connection to \(settings.redactedURL) lost: \(Self.statusText(status))")
+        }
+        guard frame.frame_type == UInt8(AMQP_FRAME_METHOD) else {
+            return .other(method: 0)  // stray header/body (e.g. after a returned message we skipped)
+        }
+        let id = frame.payload.method.id
+        let decoded = frame.payload.method.decoded!
+        switch id {
+        case AMQPMethod.basicDeliver:
+            let m = decoded.assumingMemoryBound(to: amqp_basic_deliver_t.self).pointee
+            let tag = m.delivery_tag, redelivered = m.redelivered != 0
+            let exchange = CDecode.string(m.exchange), routingKey = CDecode.string(m.routing_key)
+            let (properties, body) = try readContent(channel: frame.channel)
+            return .deliver(Delivery(body: body, properties: properties, deliveryTag: tag,
+                                     redelivered: redelivered, exchange: exchange, routingKey: routingKey,
+                                     messageCount: nil))
+        case AMQPMethod.basicAck:
+            let m = decoded.assumingMemoryBound(to: amqp_basic_ack_t.self).pointee
+            return .ack(tag: m.delivery_tag, multiple: m.multiple != 0)
+        case AMQPMethod.basicNack:
+            let m = decoded.assumingMemoryBound(to: amqp_basic_nack_t.self).pointee
+            return .nack(tag: m.delivery_tag, multiple: m.multiple != 0)
+        case AMQPMethod.basicReturn:
+            let m = decoded.assumingMemoryBound(to: amqp_basic_return_t.self).pointee
+            let result = IncomingFrame.returned(replyCode: m.reply_code, replyText: CDecode.string(m.reply_text),
+                                                exchange: CDecode.string(m.exchange),
+                                                routingKey: CDecode.string(m.routing_key))
+            _ = try readContent(channel: frame.channel)
+            return result
+        case AMQPMethod.basicCancel:
+            let m = decoded.assumingMemoryBound(to: amqp_basic_cancel_t.self).pointee
+            return .cancelledByServer(consumerTag: CDecode.string(m.consumer_tag))
+        case AMQPMethod.channelClose:
+            let m = decoded.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
+            let error = AMQPError.channelClosed(CDecode.string(m.reply_text), replyCode: m.reply_code)
+            var ok = amqp_channel_close_ok_t(dummy: 0)
+            _ = amqp_send_method(state, frame.channel, AMQPMethod.channelCloseOK, &ok)
+            return .channelClosed(channel: frame.channel, error)
+        case AMQPMethod.connectionClose:
+            let m = decoded.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
+            let text = CDecode.string(m.reply_text)
+            var ok = amqp_connection_close_ok_t(dummy: 0)
+            _ = amqp_send_method(state, 0, AMQPMethod.connectionCloseOK, &ok)
+            isOpen = false
+            throw .connectionLost("the broker closed the connection: \(text)", replyCode: m.reply_code)
+        default:
+            return .other(method: id)
+        }
+    }
+
+    /// Reads the content header and body frames following basic.deliver / get-ok / return.
+    func readContent(channel: UInt16) throws(AMQPError) -> (MessageProperties, Data) {
+        var frame = amqp_frame_t()
+        var status = amqp_simple_wait_frame(state, &frame)
+        guard status == AMQP_STATUS_OK.rawValue else {
+            isOpen = false
+            throw .connectionLost("reading a content header: \(Self.statusText(status))")
+        }
+        guard frame.frame_type == UInt8(AMQP_FRAME_HEADER) else {
+            throw .protocolError("expected a content header, got frame type \(frame.frame_type)")
+        }
+        let size = Int(frame.payload.properties.body_size)
+        let properties = CDecode.properties(
+            frame.payload.properties.decoded.assumingMemoryBound(to: amqp_basic_properties_t.self).pointee)
+        var body = Data(capacity: size)
+        while body.count < size {
+            status = amqp_simple_wait_frame(state, &frame)
+            guard status == AMQP_STATUS_OK.rawValue else {
+                isOpen = false
+                throw .connectionLost("reading a message body: \(Self.statusText(status))")
+            }
+            guard frame.frame_type == UInt8(AMQP_FRAME_BODY) else {
+                throw .protocolError("expected a body frame, got frame type \(frame.frame_type)")
+            }
+            body.append(CDecode.data(frame.payload.body_fragment))
+        }
+        return (properties, body)
+    }
+
+    /// Frees the memory of decoded frames; call between messages.
+    func releaseBuffers() { amqp_maybe_release_buffers(state) }
+
+    // MARK: publishing and settling
+
+    func publish(channel: UInt16 = 1, exchange: String, routingKey: String, body: Data,
+                 properties: MessageProperties, mandatory: Bool) throws(AMQPError) {
+        let arena = CArena()
+        var props = arena.properties(properties)
+        let bodyBytes = arena.bytes(body)
+        let status = amqp_basic_publish(state, channel, arena.bytes(exchange), arena.bytes(routingKey),
+                                        mandatory ? 1 : 0, 0, &props, bodyBytes)
+        withExtendedLifetime(arena) {}
+        guard status == AMQP_STATUS_OK.rawValue else {
+            isOpen = false
+            throw .connectionLost("publish failed: \(Self.statusText(status))")
+        }
+    }
+
+    func ack(channel: UInt16 = 1, _ tag: UInt64, multiple: Bool) throws(AMQPError) {
+        let status = amqp_basic_ack(state, channel, tag, multiple ? 1 : 0)
+        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("ack failed") }
+    }
+
+    func nack(channel: UInt16 = 1, _ tag: UInt64, multiple: Bool, requeue: Bool) throws(AMQPError) {
+        let status = amqp_basic_nack(state, channel, tag, multiple ? 1 : 0, requeue ? 1 : 0)
+        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("nack failed") }
+    }
+
+    func reject(channel: UInt16 = 1, _ tag: UInt64, requeue: Bool) throws(AMQPError) {
+        let status = amqp_basic_reject(state, channel, tag, requeue ? 1 : 0)
+        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("reject failed") }
+    }
+
+    /// Sends basic.cancel without waiting for cancel-ok (it arrives as a frame on the loop).
+    func sendCancel(consumerTag: String) throws(AMQPError) {
+        let arena = CArena()
+        var cancel = amqp_basic_cancel_t(consumer_tag: arena.bytes(consumerTag), nowait: 0)
+        let status = amqp_send_method(state, 1, AMQPMethod.basicCancel, &cancel)
+        withExtendedLifetime(arena) {}
+        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("basic.cancel failed") }
+    }
+
+    /// Closes channel 1 and the connection politely (best effort).
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        _ = amqp_channel_close(state, 1, Int32(AMQP_REPLY_SUCCESS))
+        _ = amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS))
+    }
+}

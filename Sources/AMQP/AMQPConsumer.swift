@@ -1,0 +1,164 @@
+import CRabbitMQ
+import Foundation
+import Synchronization
+
+/// Consumes one queue with manual acks on its own connection and its own thread.
+///
+/// Declares nothing: the queue must exist (see `Topology`). Deliveries arrive on `deliveries`;
+/// settle each with `ack` / `nack` / `reject`, from any thread or task — the command is queued and
+/// executed on the connection thread, in submission order. At most `prefetch` deliveries are
+/// unsettled at a time (basic.qos), which bounds the stream's buffer.
+///
+/// The stream finishes:
+/// - normally after `cancel()` once the broker confirmed the cancel (settle what you hold,
+///   then `close()`);
+/// - with `AMQPError.consumerCancelledByServer` when the broker cancels the consumer (queue
+///   deleted, failover), or `.connectionLost` / `.channelClosed` when the connection dies. The
+///   caller reconnects with backoff by starting a new consumer; unsettled deliveries of a dead
+///   connection are redelivered by the broker (settling them on the old consumer is a no-op).
+///
+/// Always call `close()` at the end: it executes the settlements queued before it, closes the
+/// channel and connection (the broker requeues what is still unacked) and ends the thread.
+public final class AMQPConsumer: Sendable {
+    enum Command: Sendable {
+        case ack(UInt64, multiple: Bool)
+        case nack(UInt64, multiple: Bool, requeue: Bool)
+        case reject(UInt64, requeue: Bool)
+        case cancel
+        case close(CheckedContinuation<Void, Never>)
+    }
+
+    /// The deliveries, in the broker's order.
+    public let deliveries: AsyncThrowingStream<Delivery, any Error>
+    /// The queue being consumed.
+    public let queue: String
+    private let commands = CommandQueue<Command>()
+    private let continuation: AsyncThrowingStream<Delivery, any Error>.Continuation
+
+    private init(queue: String) {
+        self.queue = queue
+        (deliveries, continuation) = AsyncThrowingStream.makeStream(of: Delivery.self, throwing: (any Error).self)
+    }
+
+    /// Connects, sets basic.qos(prefetch) and starts basic.consume on `queue` (manual acks).
+    /// Returns once the broker answered consume-ok; throws `AMQPError` otherwise.
+    public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
+                             exclusive: Bool = false) async throws -> AMQPConsumer {
+        let consumer = AMQPConsumer(queue: queue)
+        try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
+            startConnectionThread(name: "amqp-consumer \(queue)") {
+                consumer.run(settings: settings, prefetch: prefetch, exclusive: exclusive, ready: ready)
+            }
+        }
+        return consumer
+    }
+
+    /// Acknowledges a delivery (and every earlier one when `multiple`).
+    public func ack(_ deliveryTag: UInt64, multiple: Bool = false) {
+        commands.submit(.ack(deliveryTag, multiple: multiple))
+    }
+
+    /// Negatively acknowledges; `requeue: false` dead-letters (when the queue has a DLX) or drops.
+    public func nack(_ deliveryTag: UInt64, multiple: Bool = false, requeue: Bool) {
+        commands.submit(.nack(deliveryTag, multiple: multiple, requeue: requeue))
+    }
+
+    /// Rejects one delivery (basic.reject).
+    public func reject(_ deliveryTag: UInt64, requeue: Bool) {
+        commands.submit(.reject(deliveryTag, requeue: requeue))
+    }
+
+    /// Asks the broker to stop delivering (basic.cancel). Deliveries already sent still arrive;
+    /// then `deliveries` finishes without error. Settle what you hold, then `close()`.
+    public func cancel() {
+        commands.submit(.cancel)
+    }
+
+    /// Executes the settlements submitted before this call, closes the connection and waits for
+    /// the connection thread to end. Safe to call more than once or after a connection loss.
+    public func close() async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            if !commands.submit(.close(done)) { done.resume() }
+        }
+    }
+
+    // MARK: connection thread
+
+    private func run(settings: AMQPSettings, prefetch: UInt16, exclusive: Bool,
+                     ready: CheckedContinuation<Void, any Error>) {
+        let connection: AMQPConnection
+        let consumerTag: String
+        do {
+            connection = try AMQPConnection(settings: settings)
+            _ = amqp_basic_qos(connection.raw, 1, 0, prefetch, 0)
+            try connection.check("basic.qos")
+            let arena = CArena()
+            let ok = amqp_basic_consume(connection.raw, 1, arena.bytes(queue), amqp_empty_bytes, 0, 0,
+                                        exclusive ? 1 : 0, amqp_empty_table)
+            try connection.check("basic.consume on '\(queue)'")
+            consumerTag = CDecode.string(ok!.pointee.consumer_tag)
+        } catch {
+            finish(throwing: error)
+            ready.resume(throwing: error)
+            return
+        }
+        ready.resume()
+
+        let pollMillis = loopPollMillis(settings)
+        var closers: [CheckedContinuation<Void, Never>] = []
+        var streamFinished = false
+        var cancelSent = false
+        do {
+            loop: while true {
+                for command in commands.drain() {
+                    switch command {
+                    case .ack(let tag, let multiple): try connection.ack(tag, multiple: multiple)
+                    case .nack(let tag, let multiple, let requeue):
+                        try connection.nack(tag, multiple: multiple, requeue: requeue)
+                    case .reject(let tag, let requeue): try connection.reject(tag, requeue: requeue)
+                    case .cancel:
+                        if !cancelSent && !streamFinished {
+                            cancelSent = true
+                            try connection.sendCancel(consumerTag: consumerTag)
+                        }
+                    case .close(let done):
+                        closers.append(done)
+                        break loop
+                    }
+                }
+                var readAny = 0
+                while readAny < 512, let frame = try connection.nextFrame(timeoutMicros: 0) {
+                    readAny += 1
+                    switch frame {
+                    case .deliver(let delivery):
+                        if !streamFinished { continuation.yield(delivery) }
+                    case .other(let method) where method == AMQPMethod.basicCancelOK:
+                        streamFinished = true
+                        continuation.finish()
+                    case .cancelledByServer:
+                        streamFinished = true
+                        continuation.finish(throwing: AMQPError.consumerCancelledByServer(queue))
+                    case .channelClosed(_, let error):
+                        throw error
+                    default: break
+                    }
+                    connection.releaseBuffers()
+                }
+                if readAny == 0 { commands.wait(socketFD: connection.socketFD, timeoutMillis: pollMillis) }
+            }
+            connection.close()
+            continuation.finish()
+        } catch {
+            connection.close()
+            finish(throwing: error)
+        }
+        for leftover in commands.close() {
+            if case .close(let done) = leftover { closers.append(done) }
+        }
+        for done in closers { done.resume() }
+    }
+
+    private func finish(throwing error: any Error) {
+        continuation.finish(throwing: error)
+    }
+}

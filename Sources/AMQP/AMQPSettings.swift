@@ -1,0 +1,158 @@
+import Foundation
+
+/// Where and how to connect to a broker: parsed from `amqp://user:pass@host:port/vhost` or
+/// `amqps://…`. `description` is the redacted URL: the password never appears in it.
+public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
+    /// TLS options for `amqps://`. Peer and hostname verification are ON unless switched off.
+    public struct TLS: Sendable, Equatable {
+        /// PEM bundle of trusted CAs; nil uses OpenSSL's default store.
+        public var caFile: String?
+        /// Verify the broker certificate chain.
+        public var verifyPeer: Bool
+        /// Verify that the certificate names `host`.
+        public var verifyHostname: Bool
+
+        public init(caFile: String? = nil, verifyPeer: Bool = true, verifyHostname: Bool = true) {
+            self.caFile = caFile
+            self.verifyPeer = verifyPeer
+            self.verifyHostname = verifyHostname
+        }
+    }
+
+    public var host: String
+    public var port: Int
+    public var vhost: String
+    public var user: String
+    /// The password; never printed. Empty when none was given (see `AMQPCredentialResolver`).
+    public var password: String
+    /// Non-nil for `amqps://`.
+    public var tls: TLS?
+    /// Heartbeat interval in seconds (0 disables heartbeats; the broker may lower it).
+    public var heartbeatSeconds: Int
+    /// Shown in the broker's management UI and `rabbitmqctl list_connections`.
+    public var connectionName: String
+    /// Largest frame; 131072 is librabbitmq's default.
+    public var frameMax: Int
+
+    public init(host: String = "127.0.0.1", port: Int? = nil, vhost: String = "/", user: String = "guest",
+                password: String = "guest", tls: TLS? = nil, heartbeatSeconds: Int = 30,
+                connectionName: String = "push-connector", frameMax: Int = 131_072) {
+        self.host = host
+        self.port = port ?? (tls == nil ? 5672 : 5671)
+        self.vhost = vhost
+        self.user = user
+        self.password = password
+        self.tls = tls
+        self.heartbeatSeconds = heartbeatSeconds
+        self.connectionName = connectionName
+        self.frameMax = frameMax
+    }
+
+    /// Parses an AMQP URI (RabbitMQ URI spec): user, password, host and vhost are
+    /// percent-decoded; a missing vhost path means "/"; `amqps` defaults to port 5671 and TLS with
+    /// verification. Query parameters `heartbeat` (seconds) and `cacertfile` are honoured.
+    public init(url: String) throws(AMQPError) {
+        let scheme: String
+        let rest: Substring
+        if url.hasPrefix("amqp://") { scheme = "amqp"; rest = url.dropFirst(7) }
+        else if url.hasPrefix("amqps://") { scheme = "amqps"; rest = url.dropFirst(8) }
+        else { throw .invalidURL("the URL must start with amqp:// or amqps:// (got \(Self.redact(url)))") }
+
+        var authority = rest
+        var path: Substring? = nil
+        var query: Substring? = nil
+        if let q = authority.firstIndex(of: "?") {
+            query = authority[authority.index(after: q)...]
+            authority = authority[..<q]
+        }
+        if let slash = authority.firstIndex(of: "/") {
+            path = authority[authority.index(after: slash)...]
+            authority = authority[..<slash]
+        }
+        var user = "guest", password = "guest"
+        var hostPort = authority
+        if let at = authority.lastIndex(of: "@") {
+            let userInfo = authority[..<at]
+            hostPort = authority[authority.index(after: at)...]
+            if let colon = userInfo.firstIndex(of: ":") {
+                user = try Self.decode(userInfo[..<colon], "user")
+                password = try Self.decode(userInfo[userInfo.index(after: colon)...], "password")
+            } else {
+                user = try Self.decode(userInfo, "user")
+                password = ""
+            }
+        }
+        var host = "localhost"
+        var port: Int? = nil
+        if hostPort.hasPrefix("[") {  // IPv6 literal
+            guard let close = hostPort.firstIndex(of: "]") else { throw .invalidURL("unterminated IPv6 host") }
+            host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+            let after = hostPort[hostPort.index(after: close)...]
+            if after.hasPrefix(":") { port = Int(after.dropFirst()); if port == nil { throw .invalidURL("bad port") } }
+        } else if let colon = hostPort.lastIndex(of: ":") {
+            let portText = hostPort[hostPort.index(after: colon)...]
+            guard let p = Int(portText), (1...65535).contains(p) else {
+                throw .invalidURL("bad port in \(Self.redact(url))")
+            }
+            port = p
+            host = try Self.decode(hostPort[..<colon], "host")
+        } else if !hostPort.isEmpty {
+            host = try Self.decode(hostPort, "host")
+        }
+        if host.isEmpty { host = "localhost" }
+        var vhost = "/"
+        if let path, !path.isEmpty { vhost = try Self.decode(path, "vhost") }
+
+        var tls: TLS? = scheme == "amqps" ? TLS() : nil
+        var heartbeat = 30
+        for item in (query ?? "").split(separator: "&") {
+            let pair = item.split(separator: "=", maxSplits: 1)
+            let key = String(pair[0])
+            let value = pair.count > 1 ? try Self.decode(pair[1], key) : ""
+            switch key {
+            case "heartbeat":
+                guard let seconds = Int(value), seconds >= 0 else { throw .invalidURL("bad heartbeat") }
+                heartbeat = seconds
+            case "cacertfile": tls?.caFile = value
+            default: break
+            }
+        }
+        self.init(host: host, port: port, vhost: vhost, user: user, password: password, tls: tls,
+                  heartbeatSeconds: heartbeat)
+    }
+
+    /// The URL with the password replaced by `***` (or absent when there is none).
+    public var redactedURL: String {
+        let scheme = tls == nil ? "amqp" : "amqps"
+        let secret = password.isEmpty ? "" : ":***"
+        let vhostPart = vhost == "/" ? "" : Self.encode(vhost)
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(Self.encode(user))\(secret)@\(hostPart):\(port)/\(vhostPart)"
+    }
+
+    public var description: String { redactedURL }
+
+    /// Best-effort redaction of a raw URL string that may not even parse.
+    public static func redact(_ url: String) -> String {
+        guard let schemeEnd = url.range(of: "://") else { return url }
+        let afterScheme = url[schemeEnd.upperBound...]
+        let authorityEnd = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? afterScheme.endIndex
+        let authority = afterScheme[..<authorityEnd]
+        guard let at = authority.lastIndex(of: "@"),
+              let colon = authority[..<at].firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + ":***" + String(url[at...])
+    }
+
+    private static func decode(_ text: Substring, _ what: String) throws(AMQPError) -> String {
+        guard let decoded = String(text).removingPercentEncoding else {
+            throw .invalidURL("bad percent-encoding in the \(what)")
+        }
+        return decoded
+    }
+
+    private static func encode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}

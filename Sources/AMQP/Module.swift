@@ -1,2 +1,0 @@
-/// Namespace marker for the AMQP module; see docs/ARCHITECTURE.md.
-public enum AMQPModule {}

@@ -1,0 +1,141 @@
+/// The broker topology of DESIGN §5 as a pure value (no I/O): exchanges, queues with their
+/// arguments, and bindings, named from a prefix. Declare it with `declare(on:)`.
+///
+/// With prefix `push`:
+/// - `push.jobs` direct exchange → quorum queue `push.jobs` (binding key `job`): DLX `push.dlx`,
+///   `x-dead-letter-strategy: at-least-once`, `x-overflow: reject-publish`, `x-delivery-limit`.
+///   Upstream publishes jobs to exchange `push.jobs` with routing key `job`.
+/// - `push.retry` direct exchange → one quorum queue per tier, `push.retry.5s` … `push.retry.1h`
+///   (binding key = tier name), each with one `x-message-ttl` and dead-lettering (at-least-once)
+///   back to `push.jobs` with routing key `job`.
+/// - `push.dlx` fanout exchange → quorum queue `push.jobs.dlq` (what a person must look at).
+/// - `push.results` topic exchange → quorum queue `push.results` bound `#`
+///   (routing key `<app_id>.<outcome>`).
+/// - `push.events` fanout exchange → quorum queue `push.events`, dead-lettering through the
+///   default exchange to quorum queue `push.events.dlq`.
+public struct Topology: Sendable, Equatable {
+    /// An exchange to declare (always durable).
+    public struct Exchange: Sendable, Equatable {
+        public var name: String
+        public var type: String
+    }
+
+    /// A queue to declare (always durable) with its `x-*` arguments.
+    public struct Queue: Sendable, Equatable {
+        public var name: String
+        public var arguments: AMQPTable
+    }
+
+    /// A queue-to-exchange binding.
+    public struct Binding: Sendable, Equatable {
+        public var queue: String
+        public var exchange: String
+        public var routingKey: String
+    }
+
+    /// One delay tier of the retry ladder.
+    public struct RetryTier: Sendable, Equatable {
+        /// `5s`, `30s`, `2m`, `10m`, `1h` …
+        public var name: String
+        public var delaySeconds: Int
+        public var queue: String
+        /// Publish to `retryExchange` with this routing key to delay a job by `delaySeconds`.
+        public var routingKey: String { name }
+    }
+
+    public let prefix: String
+    public let jobsExchange: String
+    public let jobsQueue: String
+    /// Routing key of jobs on `jobsExchange` (also used by retry queues dead-lettering back).
+    public let jobsRoutingKey: String
+    public let retryExchange: String
+    /// Sorted by delay, shortest first.
+    public let retryTiers: [RetryTier]
+    public let deadLetterExchange: String
+    public let deadLetterQueue: String
+    public let resultsExchange: String
+    public let resultsQueue: String
+    public let eventsExchange: String
+    public let eventsQueue: String
+    public let eventsDeadLetterQueue: String
+
+    public let exchanges: [Exchange]
+    public let queues: [Queue]
+    public let bindings: [Binding]
+
+    /// - Parameters:
+    ///   - prefix: first part of every name (`push` gives `push.jobs`, …).
+    ///   - retryDelaysSeconds: one TTL queue per delay (duplicates and non-positive values ignored).
+    ///   - deliveryLimit: `x-delivery-limit` of the job queue, a guard against crash loops.
+    public init(prefix: String = "push", retryDelaysSeconds: [Int] = [5, 30, 120, 600, 3600],
+                deliveryLimit: Int = 20) {
+        self.prefix = prefix
+        jobsExchange = "\(prefix).jobs"
+        jobsQueue = "\(prefix).jobs"
+        jobsRoutingKey = "job"
+        retryExchange = "\(prefix).retry"
+        deadLetterExchange = "\(prefix).dlx"
+        deadLetterQueue = "\(prefix).jobs.dlq"
+        resultsExchange = "\(prefix).results"
+        resultsQueue = "\(prefix).results"
+        eventsExchange = "\(prefix).events"
+        eventsQueue = "\(prefix).events"
+        eventsDeadLetterQueue = "\(prefix).events.dlq"
+        let retryExchange = self.retryExchange
+        retryTiers = Set(retryDelaysSeconds.filter { $0 > 0 }).sorted().map { delay in
+            let name = Self.tierName(delay)
+            return RetryTier(name: name, delaySeconds: delay, queue: "\(retryExchange).\(name)")
+        }
+
+        let quorum: AMQPTable = ["x-queue-type": "quorum"]
+        let atLeastOnce: AMQPTable = ["x-dead-letter-strategy": "at-least-once", "x-overflow": "reject-publish"]
+        exchanges = [
+            Exchange(name: jobsExchange, type: "direct"),
+            Exchange(name: retryExchange, type: "direct"),
+            Exchange(name: deadLetterExchange, type: "fanout"),
+            Exchange(name: resultsExchange, type: "topic"),
+            Exchange(name: eventsExchange, type: "fanout"),
+        ]
+        var queues = [
+            Queue(name: jobsQueue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
+                "x-dead-letter-exchange": .string(deadLetterExchange),
+                "x-delivery-limit": .int(Int64(deliveryLimit)),
+            ]) { a, _ in a }),
+            Queue(name: deadLetterQueue, arguments: quorum),
+            Queue(name: resultsQueue, arguments: quorum),
+            Queue(name: eventsQueue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
+                "x-dead-letter-exchange": "",
+                "x-dead-letter-routing-key": .string(eventsDeadLetterQueue),
+            ]) { a, _ in a }),
+            Queue(name: eventsDeadLetterQueue, arguments: quorum),
+        ]
+        var bindings = [
+            Binding(queue: jobsQueue, exchange: jobsExchange, routingKey: jobsRoutingKey),
+            Binding(queue: deadLetterQueue, exchange: deadLetterExchange, routingKey: ""),
+            Binding(queue: resultsQueue, exchange: resultsExchange, routingKey: "#"),
+            Binding(queue: eventsQueue, exchange: eventsExchange, routingKey: ""),
+        ]
+        for tier in retryTiers {
+            queues.append(Queue(name: tier.queue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
+                "x-message-ttl": .int(Int64(tier.delaySeconds) * 1000),
+                "x-dead-letter-exchange": .string(jobsExchange),
+                "x-dead-letter-routing-key": .string(jobsRoutingKey),
+            ]) { a, _ in a }))
+            bindings.append(Binding(queue: tier.queue, exchange: retryExchange, routingKey: tier.name))
+        }
+        self.queues = queues
+        self.bindings = bindings
+    }
+
+    /// The tier to use for a wanted delay: the shortest tier at least as long, else the longest.
+    public func retryTier(forDelaySeconds delay: Double) -> RetryTier? {
+        retryTiers.first { Double($0.delaySeconds) >= delay } ?? retryTiers.last
+    }
+
+    /// `5s`, `2m`, `1h`, `90s` (exact units only).
+    static func tierName(_ seconds: Int) -> String {
+        if seconds % 3600 == 0 { return "\(seconds / 3600)h" }
+        if seconds % 60 == 0 { return "\(seconds / 60)m" }
+        return "\(seconds)s"
+    }
+}

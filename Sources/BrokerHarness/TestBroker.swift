@@ -1,0 +1,156 @@
+import AMQP
+import Foundation
+import Synchronization
+
+/// One real RabbitMQ node per test process, shared by every test in it.
+///
+/// `try await TestBroker.shared()` starts an isolated node from Debian's rabbitmq-server
+/// through `scripts/test-broker.sh` (own node name, ports, data and log folders), waits until it
+/// is up (~7 s), and returns the same broker to every later caller. A watchdog stops the node
+/// when the test process exits. If the broker cannot start, the call throws a `TestBrokerError`
+/// with the script's output: tests FAIL, they never skip.
+///
+/// Set `PUSH_TEST_AMQP_URL` to use an already running broker instead (for example one started by
+/// `eval "$(scripts/test-broker.sh start)"`, which also prints `PUSH_TEST_BROKER_NODE`; export
+/// both). `makeVhost` and `closeAllConnections` need the node name to run `rabbitmqctl`.
+///
+/// Isolation: `makeVhost()` gives a fresh vhost (two rabbitmqctl calls, ~1–2 s); `uniqueName`
+/// gives unique queue/exchange names (free). Tests that close connections use a vhost of their own.
+public final class TestBroker: Sendable {
+    /// The AMQP URL of the default vhost "/".
+    public let url: String
+    /// Erlang node name for `rabbitmqctl -n`, nil when unknown (external broker without it).
+    public let node: String?
+
+    private static let startup = Mutex<Task<TestBroker, any Error>?>(nil)
+    private let counter = Atomic<Int>(0)
+
+    init(url: String, node: String?) {
+        self.url = url
+        self.node = node
+    }
+
+    /// The broker of this test process, started on first use.
+    public static func shared() async throws -> TestBroker {
+        let task = startup.withLock { task in
+            if let task { return task }
+            let created = Task.detached { try await Self.startOrAttach() }
+            task = created
+            return created
+        }
+        return try await task.value
+    }
+
+    /// Settings for `vhost` (default "/"), with a short heartbeat when asked.
+    public func settings(vhost: String = "/", heartbeatSeconds: Int = 30,
+                         connectionName: String = "push-connector-test") throws -> AMQPSettings {
+        var settings = try AMQPSettings(url: url)
+        settings.vhost = vhost
+        settings.heartbeatSeconds = heartbeatSeconds
+        settings.connectionName = connectionName
+        return settings
+    }
+
+    /// A name no other test of this process uses: `base-<pid>-<n>`.
+    public func uniqueName(_ base: String) -> String {
+        "\(base)-\(getpid())-\(counter.add(1, ordering: .relaxed).newValue)"
+    }
+
+    /// Creates a fresh vhost with full permissions for the URL's user and returns its settings.
+    public func makeVhost(heartbeatSeconds: Int = 30) throws -> AMQPSettings {
+        let vhost = uniqueName("test")
+        let base = try settings()
+        try rabbitmqctl(["add_vhost", vhost])
+        try rabbitmqctl(["set_permissions", "-p", vhost, base.user, ".*", ".*", ".*"])
+        return try settings(vhost: vhost, heartbeatSeconds: heartbeatSeconds)
+    }
+
+    /// Closes every client connection of `vhost` (all vhosts when nil) from the broker side,
+    /// like an operator or a failing node would (`rabbitmqctl close_all_connections`).
+    public func closeAllConnections(vhost: String? = nil, reason: String) throws {
+        var args = ["close_all_connections"]
+        if let vhost { args += ["--vhost", vhost] } else { args += ["--global"] }
+        try rabbitmqctl(args + [reason])
+    }
+
+    /// Runs `rabbitmqctl -q -n NODE args…` and returns its standard output.
+    @discardableResult
+    public func rabbitmqctl(_ arguments: [String]) throws -> String {
+        guard let node else {
+            throw TestBrokerError("rabbitmqctl needs the node name: set PUSH_TEST_BROKER_NODE with PUSH_TEST_AMQP_URL")
+        }
+        let result = try runProcess("/usr/sbin/rabbitmqctl", ["-q", "-n", node] + arguments)
+        guard result.status == 0 else {
+            throw TestBrokerError("rabbitmqctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)")
+        }
+        return result.output
+    }
+
+    // MARK: startup
+
+    private static func startOrAttach() async throws -> TestBroker {
+        let environment = ProcessInfo.processInfo.environment
+        if let url = environment["PUSH_TEST_AMQP_URL"], !url.isEmpty {
+            return TestBroker(url: url, node: environment["PUSH_TEST_BROKER_NODE"])
+        }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/test-broker.sh").path
+        let dir = "/tmp/pc-test-broker-\(getpid())"
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result {
+                    let result = try runProcess(script, ["start", "--dir", dir, "--owner-pid", "\(getpid())"])
+                    var values: [String: String] = [:]
+                    for line in result.output.split(separator: "\n") {
+                        let pair = line.split(separator: "=", maxSplits: 1)
+                        if pair.count == 2 { values[String(pair[0])] = String(pair[1]) }
+                    }
+                    guard result.status == 0, let url = values["PUSH_TEST_AMQP_URL"] else {
+                        throw TestBrokerError("""
+                            the test broker did not start (\(script) start exited \(result.status)); \
+                            RabbitMQ integration tests cannot run. Output:
+                            \(result.output)
+                            """)
+                    }
+                    return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"])
+                })
+            }
+        }
+    }
+}
+
+/// Why the test broker could not be started or driven (fails the test with this message).
+public struct TestBrokerError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs a program to completion; output is stdout and stderr together.
+///
+/// posix_spawn + waitpid rather than Foundation's Process: the broker script leaves daemons
+/// behind (node, watchdog), and Process did not reliably notice the script's exit from a
+/// non-main thread. The output goes through a temporary file, never a pipe a daemon could hold.
+func runProcess(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    let outputPath = NSTemporaryDirectory() + "pc-broker-\(getpid())-\(UUID().uuidString).out"
+    let fd = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { throw TestBrokerError("cannot create \(outputPath)") }
+    defer { unlink(outputPath) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, fd, 1)
+    posix_spawn_file_actions_adddup2(&actions, fd, 2)
+    posix_spawn_file_actions_addclose(&actions, fd)
+    let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid = pid_t()
+    let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+    close(fd)
+    guard spawned == 0 else { throw TestBrokerError("cannot run \(path): errno \(spawned)") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    let data = FileManager.default.contents(atPath: outputPath) ?? Data()
+    return (exitStatus, String(decoding: data, as: UTF8.self))
+}

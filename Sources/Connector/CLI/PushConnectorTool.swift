@@ -1,0 +1,55 @@
+/// The `push-connector` command line: picks the subcommand, parses its arguments, runs it and
+/// turns every failure into one line on standard error and an exit code (2: bad input).
+public enum PushConnectorTool {
+    /// Subcommands by the words that name them.
+    static let commands: [(words: [String], type: any Command.Type, summary: String)] = [
+        (["compose"], ComposeCommand.self, "print the FCM request bodies composed for a job"),
+        (["config", "check"], ConfigCheckCommand.self, "validate an App ID configuration file"),
+        (["topology", "declare"], TopologyDeclareCommand.self, "declare exchanges and queues (idempotent)"),
+        (["worker"], WorkerCommand.self, "consume send jobs and deliver them through FCM"),
+        (["send"], SendCommand.self, "publish send jobs (JSON or JSON Lines) with confirms"),
+    ]
+
+    static var overview: String {
+        var lines = ["usage: push-connector COMMAND [options]   (COMMAND --help for details)", "", "commands:"]
+        for c in commands { lines.append("  " + c.words.joined(separator: " ").padding(to: 22) + c.summary) }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Runs `arguments` (without the program name); returns the exit code.
+    public static func main(_ arguments: [String], context: CommandContext = CommandContext()) async -> Int32 {
+        if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
+            context.console.out(overview)
+            return arguments.isEmpty ? 2 : 0
+        }
+        guard let match = commands.filter({ Array(arguments.prefix($0.words.count)) == $0.words })
+            .max(by: { $0.words.count < $1.words.count })
+        else {
+            context.console.err("push-connector: unknown command \"\(arguments[0])\" (see push-connector --help)")
+            return 2
+        }
+        let rest = Array(arguments.dropFirst(match.words.count))
+        do {
+            let parsed = try ParsedArguments(rest, spec: match.type.spec)
+            if parsed.helpRequested {
+                context.console.out(match.type.spec.usage)
+                return 0
+            }
+            let command = try match.type.init(parsed)
+            return try await command.run(context)
+        } catch let error as UsageError {
+            context.console.err("push-connector \(error)")
+            return 2
+        } catch let error as CommandFailure {
+            context.console.err(error.description)
+            return error.exitCode
+        } catch {
+            context.console.err("push-connector: \(error)")
+            return 1
+        }
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String { count >= width ? self + " " : self + String(repeating: " ", count: width - count) }
+}

@@ -1,0 +1,29 @@
+import AMQP
+
+/// `push-connector topology declare`: declares exchanges, queues and bindings (idempotent).
+public struct TopologyDeclareCommand: Command {
+    public static let spec = CommandSpec(
+        name: "topology declare", valueOptions: CommonOptions.broker,
+        usage: """
+        usage: push-connector topology declare [options]
+
+        Declares, idempotently, the exchanges, quorum queues and bindings of the connector: the job
+        queue with at-least-once dead-lettering, one TTL queue per retry tier, the DLQ, the results
+        topic exchange and queue, the events queue and its DLQ. deploy/rabbitmq-definitions.json
+        holds the same topology for RabbitMQ's definitions import.
+
+        \(CommonOptions.brokerUsage)
+        """)
+
+    let arguments: ParsedArguments
+    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let settings = try CommonOptions.brokerSettings(arguments, context, command: "topology declare")
+        let topology = try CommonOptions.topology(arguments, command: "topology declare")
+        try declare(topology, settings: settings)
+        context.console.out("declared \(topology.exchanges.count) exchanges, \(topology.queues.count) queues, "
+            + "\(topology.bindings.count) bindings on \(settings.redactedURL) (prefix \(topology.prefix))")
+        return 0
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import AMQP
+import FCM
+import PushCore
+
+/// Options several commands share, and how each is resolved: flag, then environment, then default.
+public enum CommonOptions {
+    /// `--amqp-url URL` (env `PUSH_CONNECTOR_AMQP_URL`); the password comes from the URL, or
+    /// `PUSH_CONNECTOR_AMQP_PASSWORD`, or the file named by `PUSH_CONNECTOR_AMQP_PASSWORD_FILE`.
+    public static let broker: Set<String> = ["--amqp-url", "--amqp-ca-file", "--prefix", "--retry-tiers", "--heartbeat"]
+    /// `--fcm-url URL` (env `PUSH_CONNECTOR_FCM_URL`), `--ca-file FILE` (a private CA for FCM).
+    public static let fcm: Set<String> = ["--fcm-url", "--ca-file", "--max-in-flight"]
+
+    public static let brokerUsage = """
+          --amqp-url URL        broker (env PUSH_CONNECTOR_AMQP_URL; default amqp://guest@127.0.0.1:5672/%2f);
+                                password from the URL, PUSH_CONNECTOR_AMQP_PASSWORD or PUSH_CONNECTOR_AMQP_PASSWORD_FILE
+          --amqp-ca-file FILE   CA bundle for amqps:// (verification is always on)
+          --prefix NAME         topology name prefix (default push)
+          --retry-tiers LIST    retry delay tiers in seconds (default 5,30,120,600,3600)
+          --heartbeat SECONDS   AMQP heartbeat (default 30)
+        """
+
+    public static let fcmUsage = """
+          --fcm-url URL         FCM base URL (env PUSH_CONNECTOR_FCM_URL; default https://fcm.googleapis.com)
+          --ca-file FILE        CA bundle to trust for FCM (e.g. the emulator's dev CA); TLS verification is always on
+          --max-in-flight N     FCM requests in flight per process (default 1000)
+        """
+
+    /// The broker settings, with the password resolved from the environment.
+    public static func brokerSettings(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> AMQPSettings {
+        let url = a.value("--amqp-url") ?? context.environment["PUSH_CONNECTOR_AMQP_URL"] ?? "amqp://guest@127.0.0.1:5672/%2f"
+        var settings: AMQPSettings
+        do {
+            settings = try AMQPCredentialResolver(environment: context.environment).settings(url: url)
+        } catch {
+            throw UsageError("\(command): --amqp-url: \(error)")
+        }
+        if settings.password.isEmpty && settings.user == "guest" { settings.password = "guest" }
+        if let ca = a.value("--amqp-ca-file") {
+            guard settings.tls != nil else { throw UsageError("\(command): --amqp-ca-file needs an amqps:// URL") }
+            settings.tls?.caFile = ca
+        }
+        settings.heartbeatSeconds = try a.integer("--heartbeat", in: command, default: settings.heartbeatSeconds, range: 0...600)
+        return settings
+    }
+
+    /// The topology named by `--prefix` with the `--retry-tiers`.
+    public static func topology(_ a: ParsedArguments, command: String) throws(UsageError) -> Topology {
+        let prefix = a.value("--prefix") ?? "push"
+        guard !prefix.isEmpty, prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw UsageError("\(command): --prefix must be a non-empty name without spaces")
+        }
+        var tiers = [5, 30, 120, 600, 3600]
+        if let text = a.value("--retry-tiers") {
+            let parsed = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard !parsed.isEmpty, parsed.allSatisfy({ ($0 ?? 0) > 0 }) else {
+                throw UsageError("\(command): --retry-tiers must be positive whole seconds separated by commas, got \"\(text)\"")
+            }
+            tiers = parsed.map { $0! }
+        }
+        return Topology(prefix: prefix, retryDelaysSeconds: tiers)
+    }
+
+    /// The FCM client configuration.
+    public static func fcmConfiguration(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> FCMClient.Configuration {
+        var c = FCMClient.Configuration()
+        if let url = a.value("--fcm-url") ?? context.environment["PUSH_CONNECTOR_FCM_URL"] {
+            guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
+                throw UsageError("\(command): --fcm-url must be an http:// or https:// URL, got \"\(url)\"")
+            }
+            c.baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
+        c.transport.caFile = a.value("--ca-file")
+        c.transport.maxInFlight = try a.integer("--max-in-flight", in: command, default: 1000, range: 1...100_000)
+        return c
+    }
+}

@@ -1,2 +1,0 @@
-/// Namespace marker for the Connector module; see docs/ARCHITECTURE.md.
-public enum ConnectorModule {}

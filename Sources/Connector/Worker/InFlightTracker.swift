@@ -1,0 +1,76 @@
+import Synchronization
+
+/// Counts deliveries being processed and remembers what broke the lane, so that a lane can wait for them to drain within a
+/// deadline, and then abandon the rest (they stay unacked and the broker requeues them).
+final class InFlightTracker: Sendable {
+    private struct State {
+        var count = 0
+        var abandoned = false
+        var failure: (any Error)?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    func enter() { state.withLock { $0.count += 1 } }
+
+    func leave() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.count -= 1
+            guard s.count == 0 else { return [] }
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume() }
+    }
+
+    /// Records the first error that broke the lane; true if this call recorded it.
+    func recordFailure(_ error: any Error) -> Bool {
+        state.withLock { s in
+            guard s.failure == nil else { return false }
+            s.failure = error
+            return true
+        }
+    }
+
+    /// The first error that broke the lane, if any.
+    var failure: (any Error)? { state.withLock { $0.failure } }
+
+    /// True once the lane gave up waiting: late finishers must not publish or ack.
+    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    /// Waits until nothing is in flight or `timeout` passed; returns false (and abandons the
+    /// rest) on timeout.
+    func drain(timeout: Duration) async -> Bool {
+        let drained = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let now = self.state.withLock { s -> Bool in
+                        if s.count == 0 { return true }
+                        s.waiters.append(c)
+                        return false
+                    }
+                    if now { c.resume() }
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            if !first { self.abandon() }  // also releases the waiting child
+            group.cancelAll()
+            return first
+        }
+        return drained
+    }
+
+    private func abandon() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.abandoned = true
+            defer { s.waiters = [] }
+            return s.waiters
+        }
+        for w in waiters { w.resume() }
+    }
+}

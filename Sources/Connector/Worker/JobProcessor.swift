@@ -1,0 +1,113 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// Turns one job delivery into the messages it causes (DESIGN §6): decode, find the App ID,
+/// check `not_after`, compose, send every target concurrently, plan, and express the plan as
+/// results, a retry copy and dead-letter copies. It never throws: bad input is data (a
+/// dead-letter copy with a reason), so the worker keeps consuming whatever arrives.
+public struct JobProcessor: Sendable {
+    public var registry: AppRegistry
+    public var sender: any PushSender
+    public var topology: Topology
+    public var planner: JobPlanner
+    public var composer = MessageComposer()
+    public var clock: @Sendable () -> Timestamp = { Timestamp.now() }
+
+    public init(registry: AppRegistry, sender: any PushSender, topology: Topology, planner: JobPlanner = JobPlanner()) {
+        self.registry = registry
+        self.sender = sender
+        self.topology = topology
+        self.planner = planner
+    }
+
+    /// The messages to publish for a delivery of `body` carrying `headers`.
+    public func process(body: Data, headers: AMQPTable) async -> [OutboundMessage] {
+        let now = clock()
+        let attempt = Int(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0) + 1
+        let firstFailedAt = headers[DeadLetterHeader.firstFailedAt]?.stringValue.flatMap(Timestamp.init(rfc3339:))
+        let job: SendJob
+        do {
+            job = try SendJob.decode(body)
+        } catch {
+            return [deadLetter(body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
+                               headers: headers, now: now, firstFailedAt: firstFailedAt)]
+        }
+        guard let app = registry[job.appID] else {
+            return [deadLetter(body: body, code: .unknownApp,
+                               message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
+                               attempts: attempt - 1, headers: headers, now: now, firstFailedAt: firstFailedAt)]
+        }
+        if let notAfter = job.notAfter, notAfter < now {
+            return outbound(planner.expired(job, attempts: attempt - 1, now: now), headers: headers, now: now, firstFailedAt: firstFailedAt)
+        }
+        let composed: [CompositionOutcome]
+        do {
+            composed = try composer.compose(job, app: app)
+        } catch {
+            return [deadLetter(body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
+                               headers: headers, now: now, firstFailedAt: firstFailedAt)]
+        }
+        let delivered = await send(composed, app: app)
+        var random = SystemRandomNumberGenerator()
+        let plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
+                                firstFailedAt: firstFailedAt, now: clock(), random: &random)
+        return outbound(plan, headers: headers, now: clock(), firstFailedAt: firstFailedAt)
+    }
+
+    /// Sends every composed message at once; the FCM client bounds what is really in flight.
+    /// A cancelled task (shutdown past its deadline) leaves its targets out: they are retried.
+    private func send(_ composed: [CompositionOutcome], app: AppConfiguration) async -> [Int: DeliveryOutcome] {
+        await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
+            for case .message(let message) in composed {
+                group.addTask {
+                    if Task.isCancelled { return (message.recipientIndex, nil) }
+                    return (message.recipientIndex, await sender.send(message.body, app: app))
+                }
+            }
+            var delivered: [Int: DeliveryOutcome] = [:]
+            for await (index, outcome) in group { if let outcome { delivered[index] = outcome } }
+            return delivered
+        }
+    }
+
+    func outbound(_ plan: JobPlan, headers: AMQPTable, now: Timestamp, firstFailedAt: Timestamp?) -> [OutboundMessage] {
+        var messages = plan.results.map { result in
+            OutboundMessage(exchange: topology.resultsExchange, routingKey: result.routingKey,
+                            body: Data(result.encoded().encodedBytes()), headers: [:], kind: .result)
+        }
+        if let retry = plan.retry, let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds) {
+            var h = carried(headers)
+            h[DeadLetterHeader.retryAttempt] = .int(Int64(retry.attempts))
+            h[DeadLetterHeader.firstFailedAt] = .string((firstFailedAt ?? now).description)
+            messages.append(OutboundMessage(exchange: topology.retryExchange, routingKey: tier.routingKey,
+                                            body: Data(retry.job.encoded().encodedBytes()), headers: h, kind: .retry))
+        }
+        for dead in plan.deadLetters {
+            messages.append(deadLetter(body: Data(dead.job.encoded().encodedBytes()), code: dead.code, message: dead.message,
+                                       attempts: Int(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0) + 1,
+                                       headers: headers, now: now, firstFailedAt: firstFailedAt))
+        }
+        return messages
+    }
+
+    func deadLetter(body: Data, code: DeadLetterCode, message: String, attempts: Int, headers: AMQPTable,
+                    now: Timestamp, firstFailedAt: Timestamp?) -> OutboundMessage {
+        var h = carried(headers)
+        h[DeadLetterHeader.code] = .string(code.rawValue)
+        h[DeadLetterHeader.message] = .string(String(message.prefix(1000)))
+        h[DeadLetterHeader.attempts] = .int(Int64(attempts))
+        h[DeadLetterHeader.firstFailedAt] = .string((firstFailedAt ?? now).description)
+        h[DeadLetterHeader.lastFailedAt] = .string(now.description)
+        h[DeadLetterHeader.replays] = .int(headers[DeadLetterHeader.replays]?.intValue ?? 0)
+        return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body,
+                               headers: h, kind: .deadLetter)
+    }
+
+    /// Headers a copy keeps: the replay count (for the DLQ tools); RabbitMQ's `x-*` are dropped.
+    private func carried(_ headers: AMQPTable) -> AMQPTable {
+        var h: AMQPTable = [:]
+        if let replays = headers[DeadLetterHeader.replays] { h[DeadLetterHeader.replays] = replays }
+        return h
+    }
+}

@@ -1,0 +1,20 @@
+import AMQP
+import Foundation
+
+/// A message the pipeline publishes as a consequence of one delivery: a result, a retry copy
+/// or a dead-letter copy. The delivery is acked only when all of them are confirmed.
+public struct OutboundMessage: Sendable {
+    public var exchange: String
+    public var routingKey: String
+    public var body: Data
+    public var headers: AMQPTable
+    /// What it is, for logs and counters: `result`, `retry`, `dead_letter`.
+    public var kind: Kind
+
+    /// The role of an outbound message.
+    public enum Kind: String, Sendable { case result, retry, deadLetter = "dead_letter" }
+
+    public var properties: MessageProperties {
+        MessageProperties(contentType: "application/json", headers: headers, persistent: true)
+    }
+}

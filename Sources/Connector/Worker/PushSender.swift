@@ -1,0 +1,54 @@
+import FCM
+import PushCore
+
+/// Sends one composed FCM request for an App ID: the seam between the pipeline and FCM, so that
+/// pipeline logic can be unit-tested with an in-memory sender while integration tests use the
+/// real client against the emulator.
+public protocol PushSender: Sendable {
+    func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome
+}
+
+/// The real sender: the FCM HTTP v1 client, with each App ID's service account loaded once.
+public final class FCMPushSender: PushSender {
+    private let client: FCMClient
+    private let accounts: [String: ServiceAccount]
+
+    /// Loads every App ID's credentials; a bad file is refused here, at start, by name.
+    public init(client: FCMClient, registry: AppRegistry) throws(CommandFailure) {
+        self.client = client
+        var accounts: [String: ServiceAccount] = [:]
+        for appID in registry.appIDs {
+            let app = registry[appID]!
+            do {
+                accounts[appID] = try ServiceAccount.load(contentsOf: app.credentialsFile)
+            } catch {
+                throw CommandFailure("app \(appID): credentials_file: \(error)", exitCode: 2)
+            }
+        }
+        self.accounts = accounts
+    }
+
+    public func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome {
+        guard let account = accounts[app.appID] else {
+            return .configurationFailed(ResultError(code: "CONFIGURATION_ERROR", message: "no credentials loaded for app \(app.appID)"))
+        }
+        return DeliveryOutcome(await client.send(projectID: app.projectID, messageBody: body, credentials: account))
+    }
+
+    public func shutdown() { client.shutdown() }
+}
+
+extension DeliveryOutcome {
+    /// The core's view of an FCM outcome.
+    public init(_ outcome: FCMOutcome) {
+        func error(_ f: FCMFailure) -> ResultError { ResultError(code: f.code, httpStatus: f.httpStatus, message: f.message) }
+        switch outcome {
+        case .sent(let name): self = .sent(messageName: name)
+        case .invalidToken(let f): self = .invalidToken(error(f))
+        case .rejected(let f): self = .rejected(error(f))
+        case .retryable(let f, let after): self = .retryable(error(f), retryAfter: after)
+        case .authFailed(let f): self = .authFailed(error(f))
+        case .configurationFailed(let f): self = .configurationFailed(error(f))
+        }
+    }
+}

@@ -1,0 +1,130 @@
+/// A job, or part of it, to dead-letter with its reason.
+public struct DeadLetterPlan: Sendable, Equatable {
+    public var job: SendJob
+    public var code: DeadLetterCode
+    public var message: String
+}
+
+/// A job reduced to the recipients still to send, and how long it waits first.
+public struct RetryPlan: Sendable, Equatable {
+    public var job: SendJob
+    /// At least this long; the pipeline picks the retry tier queue from it.
+    public var delay: Duration
+    /// Attempts made so far (the copy's next attempt is `attempts + 1`).
+    public var attempts: Int
+}
+
+/// Everything one attempt at a job leads to: results to publish, at most one retry copy, and
+/// dead-letter copies grouped by reason. The delivery is acked once all of it is confirmed.
+public struct JobPlan: Sendable, Equatable {
+    public var results: [SendResult] = []
+    public var retry: RetryPlan?
+    public var deadLetters: [DeadLetterPlan] = []
+
+    public init(results: [SendResult] = [], retry: RetryPlan? = nil, deadLetters: [DeadLetterPlan] = []) {
+        self.results = results
+        self.retry = retry
+        self.deadLetters = deadLetters
+    }
+}
+
+/// Decides what an attempt at a job leads to (DESIGN §6), without any I/O: which recipients
+/// have a final result, which are retried and when, which are dead-lettered and why.
+public struct JobPlanner: Sendable {
+    public var policy: RetryPolicy
+
+    public init(policy: RetryPolicy = RetryPolicy()) {
+        self.policy = policy
+    }
+
+    /// The plan when the job is past its `not_after`: every target ends `expired`.
+    public func expired(_ job: SendJob, attempts: Int, now: Timestamp) -> JobPlan {
+        let results = targets(of: job).map { index, target in
+            SendResult(jobID: job.jobID, appID: job.appID, mnMessageID: MessageID.resolve(job: job, recipientIndex: index),
+                       campaign: job.campaign, target: target, outcome: .expired,
+                       error: ResultError(code: "EXPIRED", message: "not sent: past not_after \(job.notAfter?.description ?? "")"),
+                       attempts: attempts, completedAt: now)
+        }
+        return JobPlan(results: results)
+    }
+
+    /// The plan after attempt number `attempt` (1-based) at `job`.
+    ///
+    /// - Parameters:
+    ///   - composed: the composer's outcome for every target, in order.
+    ///   - delivered: what sending gave, by recipient index, for the targets that were sent.
+    ///   - firstFailedAt: when the job first failed transiently (nil if never before).
+    public func plan(job: SendJob, attempt: Int, composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome],
+                     firstFailedAt: Timestamp?, now: Timestamp, random: inout some RandomNumberGenerator) -> JobPlan {
+        var plan = JobPlan()
+        var retry: [Int] = []
+        var retryAfter: Duration?
+        var retryCodes: [String] = []
+        var quota = false
+        var dead: [DeadLetterCode: (indices: [Int], message: String)] = [:]
+        let allTargets = Dictionary(uniqueKeysWithValues: targets(of: job).map { ($0.index, $0.target) })
+
+        func result(_ index: Int, _ id: String, _ outcome: SendOutcome, name: String? = nil, error: ResultError? = nil) {
+            plan.results.append(SendResult(jobID: job.jobID, appID: job.appID, mnMessageID: id, campaign: job.campaign,
+                                           target: allTargets[index]!, outcome: outcome, fcmMessageName: name, error: error,
+                                           attempts: attempt, completedAt: now))
+        }
+        func deadLetter(_ code: DeadLetterCode, _ index: Int, _ error: ResultError) {
+            dead[code, default: ([], "")].indices.append(index)
+            if dead[code]!.message.isEmpty { dead[code]!.message = "\(error.code): \(error.message)" }
+        }
+
+        for outcome in composed {
+            switch outcome {
+            case .invalid(let index, let id, let issues):
+                result(index, id, .rejected, error: ResultError(code: issues.first.map { $0.code.rawValue } ?? "INVALID",
+                                                                message: issues.map(\.description).joined(separator: "; ")))
+            case .message(let message):
+                let index = message.recipientIndex
+                switch delivered[index] {
+                case .sent(let name)?: result(index, message.mnMessageID, job.validateOnly ? .validated : .sent, name: name)
+                case .invalidToken(let e)?: result(index, message.mnMessageID, .invalidToken, error: e)
+                case .rejected(let e)?: result(index, message.mnMessageID, .rejected, error: e)
+                case .retryable(let e, let after)?:
+                    retry.append(index)
+                    retryCodes.append(e.code)
+                    if e.code == "QUOTA_EXCEEDED" || e.httpStatus == 429 { quota = true }
+                    if let after { retryAfter = max(retryAfter ?? .zero, after) }
+                case .authFailed(let e)?: deadLetter(.authFailed, index, e)
+                case .configurationFailed(let e)?:
+                    let code: DeadLetterCode = e.code == "THIRD_PARTY_AUTH_ERROR" ? .thirdPartyAuthError
+                        : e.code == "PERMISSION_DENIED" ? .permissionDenied : .configuration
+                    deadLetter(code, index, e)
+                case nil:
+                    // Not sent in this attempt (e.g. shutdown): try again soon, it never reached FCM.
+                    retry.append(index)
+                    retryCodes.append("NOT_SENT")
+                }
+            }
+        }
+
+        if !retry.isEmpty {
+            let first = firstFailedAt ?? now
+            if policy.isExhausted(attempts: attempt, firstFailedAt: first, now: now) {
+                let codes = Array(Set(retryCodes)).sorted().joined(separator: ", ")
+                dead[.retriesExhausted] = (retry, "gave up after \(attempt) attempt(s); last errors: \(codes)")
+            } else {
+                let delay = policy.delay(afterAttempt: attempt, retryAfter: retryAfter, isQuota: quota, using: &random)
+                plan.retry = RetryPlan(job: job.keepingRecipients(at: retry), delay: delay, attempts: attempt)
+            }
+        }
+        for code in DeadLetterCode.allCases {
+            guard let entry = dead[code] else { continue }
+            plan.deadLetters.append(DeadLetterPlan(job: job.keepingRecipients(at: entry.indices), code: code, message: entry.message))
+        }
+        return plan
+    }
+
+    private func targets(of job: SendJob) -> [(index: Int, target: (kind: String, value: String))] {
+        switch job.target {
+        case .recipients(let list): return list.enumerated().map { ($0.offset, ("token", $0.element.token)) }
+        case .topic(let t): return [(0, ("topic", t))]
+        case .condition(let c): return [(0, ("condition", c))]
+        }
+    }
+}

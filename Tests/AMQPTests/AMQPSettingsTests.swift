@@ -1,0 +1,96 @@
+import AMQP
+import Foundation
+import Testing
+
+@Suite("AMQP settings and credentials")
+struct AMQPSettingsTests {
+    @Test func parsesUserPasswordHostPortAndVhostWithPercentDecoding() throws {
+        let s = try AMQPSettings(url: "amqp://us%40er:p%3Ass%2Fw@broker.example:5673/my%2Fvhost")
+        #expect(s.user == "us@er")
+        #expect(s.password == "p:ss/w")
+        #expect(s.host == "broker.example")
+        #expect(s.port == 5673)
+        #expect(s.vhost == "my/vhost")
+        #expect(s.tls == nil)
+    }
+
+    @Test func defaultsToVhostSlashAndPort5672() throws {
+        let s = try AMQPSettings(url: "amqp://app:secret@10.0.0.1")
+        #expect(s.vhost == "/")
+        #expect(s.port == 5672)
+        let slash = try AMQPSettings(url: "amqp://app:secret@10.0.0.1:5672/")
+        #expect(slash.vhost == "/")
+        let encodedSlash = try AMQPSettings(url: "amqp://app:secret@10.0.0.1/%2F")
+        #expect(encodedSlash.vhost == "/")
+    }
+
+    @Test func amqpsEnablesTLSWithVerificationOnAndPort5671() throws {
+        let s = try AMQPSettings(url: "amqps://app:secret@rabbit.internal/prod?cacertfile=/etc/ca.pem&heartbeat=10")
+        #expect(s.port == 5671)
+        #expect(s.tls == AMQPSettings.TLS(caFile: "/etc/ca.pem", verifyPeer: true, verifyHostname: true))
+        #expect(s.heartbeatSeconds == 10)
+    }
+
+    @Test func rejectsOtherSchemesAndBadPortsWithoutLeakingThePassword() {
+        for url in ["http://u:hunter2@h/", "amqp://u:hunter2@h:99999/", "amqp://u:hunter2@h:abc/"] {
+            do {
+                _ = try AMQPSettings(url: url)
+                Issue.record("accepted \(url)")
+            } catch {
+                #expect(error.code == .invalidURL)
+                #expect(!String(describing: error).contains("hunter2"))
+            }
+        }
+    }
+
+    @Test func descriptionRedactsThePassword() throws {
+        let s = try AMQPSettings(url: "amqp://app:hunter2@h:5672/v")
+        #expect(s.description == "amqp://app:***@h:5672/v")
+        #expect(!"\(s)".contains("hunter2"))
+        #expect(AMQPSettings.redact("amqp://app:hunter2@h/v") == "amqp://app:***@h/v")
+    }
+
+    @Test func connectionErrorsDoNotContainThePassword() async throws {
+        // Port 1 on loopback: nothing listens there.
+        let s = try AMQPSettings(url: "amqp://app:hunter2@127.0.0.1:1/")
+        do {
+            _ = try await ConfirmingPublisher.connect(settings: s)
+            Issue.record("connected to port 1")
+        } catch let error as AMQPError {
+            #expect(error.code == .connectionFailed)
+            #expect(!error.description.contains("hunter2"))
+        }
+    }
+
+    @Test func passwordInTheURLWinsOverTheEnvironment() throws {
+        let resolver = AMQPCredentialResolver(environment: ["PUSH_CONNECTOR_AMQP_PASSWORD": "env"])
+        #expect(try resolver.settings(url: "amqp://app:url@h/").password == "url")
+    }
+
+    @Test func passwordComesFromTheEnvironmentVariable() throws {
+        let resolver = AMQPCredentialResolver(environment: ["PUSH_CONNECTOR_AMQP_PASSWORD": "from-env",
+                                                            "PUSH_CONNECTOR_AMQP_PASSWORD_FILE": "/x"])
+        #expect(try resolver.settings(url: "amqp://app@h/").password == "from-env")
+    }
+
+    @Test func passwordComesFromTheFileWithoutItsTrailingNewline() throws {
+        let resolver = AMQPCredentialResolver(
+            environment: ["PUSH_CONNECTOR_AMQP_PASSWORD_FILE": "/run/secrets/amqp"],
+            readFile: { path in path == "/run/secrets/amqp" ? "s3cret\n" : "" })
+        let s = try resolver.settings(url: "amqp://app@h/")
+        #expect(s.password == "s3cret")
+        #expect(s.user == "app")
+    }
+
+    @Test func unreadablePasswordFileIsAnInvalidSettingsError() {
+        struct Missing: Error {}
+        let resolver = AMQPCredentialResolver(environment: ["PUSH_CONNECTOR_AMQP_PASSWORD_FILE": "/nope"],
+                                              readFile: { _ in throw Missing() })
+        #expect(throws: AMQPError.self) { try resolver.settings(url: "amqp://app@h/") }
+    }
+
+    @Test func noPasswordAnywhereLeavesItEmpty() throws {
+        let resolver = AMQPCredentialResolver(environment: [:])
+        #expect(try resolver.settings(url: "amqp://app@h/").password == "")
+    }
+}

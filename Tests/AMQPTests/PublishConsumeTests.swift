@@ -1,0 +1,150 @@
+import AMQP
+import BrokerHarness
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("Publisher confirms and consumer acks against a real broker", .timeLimit(.minutes(3)))
+struct PublishConsumeTests {
+    @Test func fiveThousandStreamedPublishesAreAllConfirmedAndConsumedExactlyOnce() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("bulk")
+        try declareTestQueue(queue, settings: settings)
+        let total = 5_000
+
+        let publisher = try await ConfirmingPublisher.connect(settings: settings)
+        try await withDeadline(60, "confirming \(total) publishes") {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<total {
+                    group.addTask {
+                        try await publisher.publish(exchange: "", routingKey: queue, body: Data("m\(i)".utf8),
+                                                    properties: MessageProperties(messageID: "id-\(i)"))
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        await publisher.close()
+
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 500)
+        let seen = try await withDeadline(60, "consuming \(total) messages") {
+            var seen = Set<String>()
+            for try await delivery in consumer.deliveries {
+                seen.insert(String(decoding: delivery.body, as: UTF8.self))
+                consumer.ack(delivery.deliveryTag)
+                if seen.count == total { break }
+            }
+            return seen
+        }
+        await consumer.close()
+        #expect(seen.count == total)
+
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        #expect(try client.messageCount(queue: queue) == 0)
+    }
+
+    @Test func propertiesAndHeadersRoundTrip() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("props")
+        try declareTestQueue(queue, settings: settings)
+        let publisher = try await ConfirmingPublisher.connect(settings: settings)
+        let stamp = Date(timeIntervalSince1970: 1_790_000_000)
+        let sent = MessageProperties(contentType: "application/json",
+                                     headers: ["push-error-code": "INVALID_JOB", "push-attempts": 3,
+                                               "push-replayed": true, "push-first-failed-at": .timestamp(stamp)],
+                                     persistent: true, messageID: "job-42")
+        let body = Data([0x00, 0xFF, 0x7B, 0x0A])  // not JSON, not UTF-8: kept byte for byte
+        try await publisher.publish(exchange: "", routingKey: queue, body: body, properties: sent)
+        await publisher.close()
+
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 10)
+        let got = try #require(try await take(1, from: consumer).first)
+        consumer.ack(got.deliveryTag)
+        await consumer.close()
+        #expect(got.body == body)
+        #expect(got.properties == sent)
+        #expect(got.routingKey == queue)
+        #expect(got.exchange == "")
+        #expect(!got.redelivered)
+    }
+
+    @Test func nackWithRequeueRedeliversTheMessage() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("nack")
+        try declareTestQueue(queue, settings: settings)
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try client.publishConfirmed(exchange: "", routingKey: queue, body: Data("again".utf8))
+
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 1)
+        let first = try #require(try await take(1, from: consumer).first)
+        #expect(!first.redelivered)
+        consumer.nack(first.deliveryTag, requeue: true)
+        let second = try #require(try await take(1, from: consumer).first)
+        #expect(second.redelivered)
+        #expect(second.body == Data("again".utf8))
+        consumer.ack(second.deliveryTag)
+        await consumer.close()
+        #expect(try client.messageCount(queue: queue) == 0)
+    }
+
+    @Test func consumerSurvivesIdleLongerThanTwoHeartbeats() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings(heartbeatSeconds: 1)
+        let queue = broker.uniqueName("idle")
+        try declareTestQueue(queue, settings: settings)
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 1)
+        let publisher = try await ConfirmingPublisher.connect(settings: settings)
+        // Idle time is what this test is about: the broker drops a peer after two missed
+        // heartbeats (2 s here); 5 s of silence must not cost either connection.
+        try await Task.sleep(for: .seconds(5))
+        try await withDeadline(10, "publish after idle") {
+            try await publisher.publish(exchange: "", routingKey: queue, body: Data("awake".utf8))
+        }
+        let got = try #require(try await take(1, from: consumer).first)
+        consumer.ack(got.deliveryTag)
+        await consumer.close()
+        await publisher.close()
+        #expect(got.body == Data("awake".utf8))
+    }
+
+    @Test func cancelFinishesTheStreamWithoutErrorAndLetsAcksDrain() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("cancel")
+        try declareTestQueue(queue, settings: settings)
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        for i in 0..<3 { try client.publishConfirmed(exchange: "", routingKey: queue, body: Data("\(i)".utf8)) }
+
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 10)
+        let held = try await take(3, from: consumer)
+        consumer.cancel()
+        try await withDeadline(10, "stream end after cancel") {
+            for try await _ in consumer.deliveries {}
+        }
+        for delivery in held { consumer.ack(delivery.deliveryTag) }
+        await consumer.close()
+        #expect(try client.messageCount(queue: queue) == 0)
+    }
+
+    @Test func deletingTheQueueEndsTheStreamWithConsumerCancelledByServer() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("deleted")
+        try declareTestQueue(queue, settings: settings)
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 10)
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try client.deleteQueue(queue)
+        let error = await #expect(throws: AMQPError.self) {
+            try await withDeadline(10, "server cancel") { for try await _ in consumer.deliveries {} }
+        }
+        #expect(error?.code == .consumerCancelledByServer)
+        await consumer.close()
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Connector
+
+/// Captures what a command prints.
+final class CapturedConsole: Sendable {
+    let lines = Mutex<(out: [String], err: [String])>(([], []))
+    var console: Console {
+        Console(out: { t in self.lines.withLock { $0.out.append(t) } }, err: { t in self.lines.withLock { $0.err.append(t) } })
+    }
+    var out: String { lines.withLock { $0.out.joined(separator: "\n") } }
+    var err: String { lines.withLock { $0.err.joined(separator: "\n") } }
+}
+
+/// Runs the CLI in-process and returns (exit code, stdout, stderr).
+func runCLI(_ arguments: [String], environment: [String: String] = [:]) async -> (Int32, String, String) {
+    let captured = CapturedConsole()
+    let code = await PushConnectorTool.main(arguments, context: CommandContext(console: captured.console, environment: environment))
+    return (code, captured.out, captured.err)
+}
+
+/// The repository root (for examples/).
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+/// A fresh temporary directory for one test.
+func temporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "pc-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+@Suite struct CLITests {
+    @Test func composePrintsOneBodyPerRecipientForTheSeedJob() async throws {
+        let (code, out, err) = await runCLI(["compose", "--config", "\(repositoryRoot)/examples/apps.json",
+                                             "\(repositoryRoot)/examples/jobs/notification.json"])
+        #expect(code == 0, "stderr: \(err)")
+        #expect(out.components(separatedBy: "\"message\": {").count - 1 == 3)
+        #expect(out.contains("\"mn_message_id\": \"mnid2m.1234.12.12.1.2\""))
+        #expect(out.contains("\"pushdata.name\": \"Ada\""))
+        #expect(out.contains("\"analytics_label\": \"promo\""))
+    }
+
+    @Test func composeOfAnInvalidJobNamesEveryFieldAndExits2() async {
+        let (code, _, err) = await runCLI(["compose", "--config", "\(repositoryRoot)/examples/apps.json",
+                                           "\(repositoryRoot)/examples/jobs/invalid.json"])
+        #expect(code == 2)
+        #expect(err.contains("data.count"))
+        #expect(err.contains("DATA_VALUE_NOT_STRING"))
+    }
+
+    @Test func composeOfAnUnknownAppSaysSo() async throws {
+        let dir = try temporaryDirectory()
+        let job = "\(dir)/job.json"
+        try #"{"job_id":"j","app_id":"nope","topic":"news","notification":{"title":"T"}}"#.write(toFile: job, atomically: true, encoding: .utf8)
+        let (code, _, err) = await runCLI(["compose", "--config", "\(repositoryRoot)/examples/apps.json", job])
+        #expect(code == 2)
+        #expect(err.contains("UNKNOWN_APP"))
+    }
+
+    @Test func unknownFlagGetsOneLineAndExit2() async {
+        let (code, _, err) = await runCLI(["compose", "--confg", "x", "y"])
+        #expect(code == 2)
+        #expect(err == "push-connector compose: unknown option --confg (see --help)")
+    }
+
+    @Test func unknownCommandAndMissingArgumentsExit2() async {
+        #expect(await runCLI(["frobnicate"]).0 == 2)
+        #expect(await runCLI(["compose", "--config", "x"]).0 == 2)
+        #expect(await runCLI([]).0 == 2)
+    }
+
+    @Test func helpIsAvailableOnEveryCommand() async {
+        for words in PushConnectorTool.commands.map(\.words) {
+            let (code, out, _) = await runCLI(words + ["--help"])
+            #expect(code == 0)
+            #expect(out.hasPrefix("usage: push-connector"), "\(words)")
+        }
+    }
+
+    @Test func configCheckNamesFileAndFieldOfEachProblem() async throws {
+        let dir = try temporaryDirectory()
+        let file = "\(dir)/apps.json"
+        try #"{"apps":[{"app_id":"a","project_id":"p","credentials_file":"\#(dir)/missing.json","extra_options":{"android":{"ttl":"forever"}}}]}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let (code, _, err) = await runCLI(["config", "check", file])
+        #expect(code == 2)
+        #expect(err.contains("\(file): apps[0].extra_options.android.ttl"))
+        #expect(err.contains("ANDROID_TTL"))
+    }
+
+    @Test func configCheckRefusesAnUnreadableCredentialsFile() async throws {
+        let dir = try temporaryDirectory()
+        let file = "\(dir)/apps.json"
+        try #"{"apps":[{"app_id":"a","project_id":"p","credentials_file":"\#(dir)/missing.json"}]}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let (code, _, err) = await runCLI(["config", "check", file])
+        #expect(code == 2)
+        #expect(err.contains("app a: credentials_file"))
+        #expect(err.contains("missing.json"))
+    }
+}

@@ -1,0 +1,141 @@
+import AMQP
+import EmulatorKit
+import Foundation
+import PushCore
+import Testing
+@testable import Connector
+
+/// The send worker end to end: a real RabbitMQ, the real emulator, the real FCM client.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct WorkerIntegrationTests {
+    @Test func jobWithThreeRecipientsGivesThreeResults() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker())
+        try await f.publish([jobJSON("three", tokens: ["dev-a", "dev-b", "dev-c"], extra: #","campaign":"C1""#)])
+        let results = try await f.results(3)
+        shutdown.trigger()
+        await task.value
+        #expect(Set(results.map(\.target.value)) == ["dev-a", "dev-b", "dev-c"])
+        #expect(results.allSatisfy { $0.outcome == .sent && $0.jobID == "three" && $0.campaign == "C1" && $0.attempts == 1 })
+        #expect(Set(results.map(\.mnMessageID)).count == 3)
+        #expect(results.allSatisfy { $0.fcmMessageName?.hasPrefix("projects/\(PipelineFixture.project)/messages/") == true })
+        #expect(f.emulator.recordedMessages().count == 3)
+    }
+
+    @Test func seedMessageKindsArriveAtFCMExactlyAsComposed() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker())
+        let jobs = [try String(contentsOfFile: "\(repositoryRoot)/examples/jobs/data-only.json", encoding: .utf8),
+                    jobJSON("notif", tokens: ["dev-n"], extra: #","data":{"pushdata.promo":"OFFERTA_ESTIVA"}"#)]
+        try await f.publish(jobs.map { $0.replacingOccurrences(of: "\n", with: " ") })
+        _ = try await f.results(2)
+        shutdown.trigger()
+        await task.value
+        for body in jobs {
+            let job = try SendJob.decode(Array(body.utf8))
+            let expected = try #require(try MessageComposer().compose(job, app: f.registry[job.appID]!).first)
+            guard case .message(let composed) = expected, case .string(let token)? = composed.message["token"] else {
+                Issue.record("not composed"); continue
+            }
+            let recorded = try #require(f.emulator.recordedMessages().first { $0.token == token })
+            #expect(try JSONValue.parse(recorded.messageJSON) == composed.message)
+        }
+    }
+
+    @Test func unregisteredTokenGivesInvalidTokenRoutedForPruning() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker())
+        try await f.publish([jobJSON("prune", tokens: ["unregistered-x", "dev-ok"])])
+        let results = try await f.results(2)
+        shutdown.trigger()
+        await task.value
+        let invalid = try #require(results.first { $0.target.value == "unregistered-x" })
+        #expect(invalid.outcome == .invalidToken)
+        #expect(invalid.error?.code == "UNREGISTERED")
+        #expect(invalid.error?.httpStatus == 404)
+        #expect(results.first { $0.target.value == "dev-ok" }?.outcome == .sent)
+    }
+
+    @Test func flakyTokenSucceedsOnTheThirdAttemptThroughTheRetryQueues() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker(maxAttempts: 5))
+        try await f.publish([jobJSON("flaky", tokens: ["flaky2-dev", "dev-fine"])])
+        let results = try await f.results(2, timeout: .seconds(40))
+        shutdown.trigger()
+        await task.value
+        let flaky = try #require(results.first { $0.target.value == "flaky2-dev" })
+        #expect(flaky.outcome == .sent)
+        #expect(flaky.attempts == 3)
+        #expect(flaky.mnMessageID == MessageID.generate(jobID: "flaky", index: 0))
+        #expect(results.first { $0.target.value == "dev-fine" }?.attempts == 1)
+        #expect(try f.messageCount(f.topology.deadLetterQueue) == 0)
+    }
+
+    @Test func alwaysUnavailableTokenEndsInTheDLQWithRetriesExhausted() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker(maxAttempts: 3))
+        try await f.publish([jobJSON("doomed", tokens: ["unavailable-dev", "dev-ok"])])
+        let dead = try await f.take(1, from: f.topology.deadLetterQueue, timeout: .seconds(40))
+        let results = try await f.results(1)
+        shutdown.trigger()
+        await task.value
+        let headers = dead[0].properties.headers
+        #expect(headers[DeadLetterHeader.code]?.stringValue == "RETRIES_EXHAUSTED")
+        #expect(headers[DeadLetterHeader.attempts]?.intValue == 3)
+        #expect(headers[DeadLetterHeader.message]?.stringValue?.contains("UNAVAILABLE") == true)
+        #expect(headers[DeadLetterHeader.firstFailedAt]?.stringValue != nil)
+        let job = try SendJob.decode(dead[0].body)
+        guard case .recipients(let list) = job.target else { Issue.record("no recipients"); return }
+        #expect(list.map(\.token) == ["unavailable-dev"])
+        #expect(results.map(\.target.value) == ["dev-ok"])
+    }
+
+    @Test func badInputIsDeadLetteredWithItsReasonAndTheWorkerKeepsGoing() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker())
+        let garbage = Data([0x00, 0xFF, 0xFE, 0x42, 0x13, 0x37])
+        try await f.publishBytes(garbage)
+        try await f.publish([#"{"job_id": "broken", "#, #"{"app_id":"shop-android","topic":"news","notification":{"title":"T"}}"#,
+                             jobJSON("stranger", tokens: ["dev"], app: "no-such-app"), jobJSON("after", tokens: ["dev-after"])])
+        let dead = try await f.take(4, from: f.topology.deadLetterQueue)
+        let results = try await f.results(1)
+        shutdown.trigger()
+        await task.value
+        let codes = dead.map { $0.properties.headers[DeadLetterHeader.code]?.stringValue ?? "" }
+        #expect(codes == ["INVALID_JOB", "INVALID_JOB", "INVALID_JOB", "UNKNOWN_APP"])
+        #expect(dead[0].body == garbage)
+        #expect(dead[1].properties.headers[DeadLetterHeader.message]?.stringValue?.contains("NOT_JSON") == true)
+        #expect(dead[2].properties.headers[DeadLetterHeader.message]?.stringValue?.contains("job_id") == true)
+        #expect(dead[3].properties.headers[DeadLetterHeader.message]?.stringValue?.contains("no-such-app") == true)
+        #expect(results.map(\.jobID) == ["after"])
+    }
+
+    @Test func jobPastNotAfterEndsExpiredWithoutSending() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker())
+        try await f.publish([jobJSON("late", tokens: ["dev-late"], extra: #","not_after":"2020-01-01T00:00:00Z""#)])
+        let results = try await f.results(1)
+        shutdown.trigger()
+        await task.value
+        #expect(results.map(\.outcome) == [.expired])
+        #expect(f.emulator.recordedMessages().isEmpty)
+    }
+
+    @Test func brokerConnectionsClosedMidRunLoseNothing() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let (shutdown, task) = f.startWorker(try f.makeWorker(prefetch: 20))
+        let jobs = (0..<200).map { jobJSON("cut-\($0)", tokens: ["slow20-dev-\($0)"]) }
+        try await f.publish(jobs)
+        var results = try await f.results(40)
+        try f.broker.closeAllConnections(vhost: f.settings.vhost, reason: "test: connection cut mid-run")
+        // Everything still arrives; duplicates can only be the few in flight at the cut.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while Set(results.map(\.jobID)).count < 200, ContinuousClock.now < deadline {
+            results += (try? await f.results(1, timeout: .seconds(2))) ?? []
+        }
+        shutdown.trigger()
+        await task.value
+        #expect(Set(results.map(\.jobID)).count == 200)
+        #expect(results.count - 200 <= 20, "duplicates beyond the prefetch window: \(results.count - 200)")
+        #expect(try f.messageCount(f.topology.deadLetterQueue) == 0)
+    }
+}

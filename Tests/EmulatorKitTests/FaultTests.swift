@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import EmulatorKit
+
+/// Faults on demand answer exactly FCM's error shape.
+@Suite struct FaultTests {
+    struct Expected: Sendable, CustomStringConvertible {
+        let prefix: String, http: Int, status: String, errorCode: String, retryAfter: Bool
+        var description: String { prefix }
+    }
+
+    static let tokenFaults: [Expected] = [
+        Expected(prefix: "unregistered", http: 404, status: "NOT_FOUND", errorCode: "UNREGISTERED", retryAfter: false),
+        Expected(prefix: "invalid", http: 400, status: "INVALID_ARGUMENT", errorCode: "INVALID_ARGUMENT", retryAfter: false),
+        Expected(prefix: "mismatch", http: 403, status: "PERMISSION_DENIED", errorCode: "SENDER_ID_MISMATCH", retryAfter: false),
+        Expected(prefix: "quota", http: 429, status: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", retryAfter: true),
+        Expected(prefix: "unavailable", http: 503, status: "UNAVAILABLE", errorCode: "UNAVAILABLE", retryAfter: true),
+        Expected(prefix: "internal", http: 500, status: "INTERNAL", errorCode: "INTERNAL", retryAfter: false),
+        Expected(prefix: "thirdparty", http: 401, status: "UNAUTHENTICATED", errorCode: "THIRD_PARTY_AUTH_ERROR", retryAfter: false),
+    ]
+
+    @Test(arguments: tokenFaults)
+    func tokenPrefixAnswersFCMsErrorShape(expected: Expected) throws {
+        try withEmulator({ $0.retryAfterSeconds = 7 }) { emulator throws in
+            let response = try send(emulator, message: "{\"token\":\"\(expected.prefix)-abc\",\"data\":{\"a\":\"b\"}}")
+            #expect(response.status == expected.http)
+            #expect(response.error["code"] as? Int == expected.http)
+            #expect(response.error["status"] as? String == expected.status)
+            #expect((response.error["message"] as? String)?.isEmpty == false)
+            let details = try #require(response.error["details"] as? [[String: Any]])
+            #expect(details.count == 1)
+            #expect(details.first?["@type"] as? String == "type.googleapis.com/google.firebase.fcm.v1.FcmError")
+            #expect(details.first?["errorCode"] as? String == expected.errorCode)
+            #expect(response.headers["retry-after"] == (expected.retryAfter ? "7" : nil))
+            #expect(emulator.recordedMessages().isEmpty)
+            #expect(emulator.stats().count(expected.errorCode) == 1)
+        }
+    }
+
+    @Test func flakyTokenFailsNTimesThenSucceeds() throws {
+        try withEmulator { emulator throws in
+            let message = #"{"token":"flaky2-device"}"#
+            #expect(try send(emulator, message: message).status == 503)
+            #expect(try send(emulator, message: message).status == 503)
+            #expect(try send(emulator, message: message).status == 200)
+            #expect(try send(emulator, message: #"{"token":"flaky2-other"}"#).status == 503)
+        }
+    }
+
+    @Test func slowTokenAnswersAfterItsDelay() throws {
+        try withEmulator { emulator throws in
+            let start = ContinuousClock.now
+            #expect(try send(emulator, message: #"{"token":"slow300-device"}"#).status == 200)
+            #expect(ContinuousClock.now - start >= .milliseconds(300))
+        }
+    }
+
+    @Test func latencyDoesNotBlockOtherStreams() throws {
+        // 20 multiplexed requests, each held 400 ms: served together, not one after another (8 s).
+        // Over TLS (ALPN h2): Debian's curl 7.88.1 cannot reuse prior-knowledge h2c connections (curl#10634).
+        try withTLSEmulator({ $0.latency = .fixed(.milliseconds(400)) }) { emulator, ca in
+            let url = emulator.baseURL + "/v1/projects/p/messages:send"
+            var args = ["-s", "-Z", "--parallel-max", "20"]
+            for i in 0..<20 {
+                if i > 0 { args.append("--next") }
+                args += ["--cacert", ca, "-o", "/dev/null", "-w", "%{http_code}\n", "-X", "POST", "-d", #"{"message":{"token":"t"}}"#, url]
+            }
+            let start = ContinuousClock.now
+            let (out, status) = try Curl.execute(args, input: nil)
+            let elapsed = ContinuousClock.now - start
+            #expect(status == 0)
+            #expect(out.split(separator: "\n").filter { $0 == "200" }.count == 20)
+            #expect(elapsed >= .milliseconds(400))
+            #expect(elapsed < .seconds(4))
+        }
+    }
+
+    @Test func quotaPerMinuteAnswers429WithRetryAfter() throws {
+        try withEmulator({ $0.quotaPerMinute = 2 }) { emulator throws in
+            #expect(try send(emulator, project: "q", message: #"{"token":"t"}"#).status == 200)
+            #expect(try send(emulator, project: "q", message: #"{"token":"t"}"#).status == 200)
+            let third = try send(emulator, project: "q", message: #"{"token":"t"}"#)
+            #expect(third.status == 429)
+            #expect(third.errorCode == "QUOTA_EXCEEDED")
+            #expect(Int(third.headers["retry-after"] ?? "") ?? 0 >= 1)
+            #expect(try send(emulator, project: "other", message: #"{"token":"t"}"#).status == 200)
+        }
+    }
+
+    @Test func errorRateOneInjectsThatErrorEverywhere() throws {
+        try withEmulator({ $0.errorRates = [.internal: 1.0] }) { emulator throws in
+            let response = try send(emulator, message: #"{"token":"t"}"#)
+            #expect(response.status == 500)
+            #expect(response.errorCode == "INTERNAL")
+        }
+    }
+
+    @Test func goawayEveryNRequestsMakesClientsReconnect() throws {
+        // Over TLS (ALPN h2): Debian's curl 7.88.1 cannot reuse prior-knowledge h2c connections (curl#10634).
+        try withTLSEmulator({ $0.goawayEveryRequests = 2 }) { emulator, ca in
+            let url = emulator.baseURL + "/_emulator/health"
+            let args = ["-s", "--cacert", ca, "-w", "%{http_code} %{num_connects}\n"]
+                + Array(repeating: ["-o", "/dev/null", url], count: 6).flatMap { $0 }
+            let (out, status) = try Curl.execute(args, input: nil)
+            #expect(status == 0)
+            let lines = out.split(separator: "\n")
+            #expect(lines.count == 6)
+            #expect(lines.allSatisfy { $0.hasPrefix("200 ") })
+            let connects = lines.compactMap { Int($0.split(separator: " ")[1]) }.reduce(0, +)
+            #expect(connects == 3)
+        }
+    }
+}

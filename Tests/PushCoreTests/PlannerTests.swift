@@ -1,0 +1,114 @@
+import Testing
+@testable import PushCore
+
+/// A deterministic generator for jitter in tests.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite struct RetryPolicyTests {
+    @Test func delayGrowsExponentiallyWithinJitterAndCap() {
+        var rng = SeededGenerator(state: 1)
+        let policy = RetryPolicy(baseDelay: .seconds(5), maxDelay: .seconds(600), jitter: 0.2)
+        for attempt in 1...10 {
+            let d = policy.delay(afterAttempt: attempt, retryAfter: nil, isQuota: false, using: &rng).seconds
+            let nominal = min(5 * Double(1 << (attempt - 1)), 600)
+            #expect(d >= nominal * 0.8 - 0.001 && d <= min(nominal * 1.2, 600) + 0.001, "attempt \(attempt): \(d)")
+        }
+    }
+
+    @Test func retryAfterAndQuotaMinimumWinOverBackoff() {
+        var rng = SeededGenerator(state: 2)
+        let policy = RetryPolicy(baseDelay: .seconds(1), jitter: 0)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(42), isQuota: false, using: &rng) == .seconds(42))
+        #expect(policy.delay(afterAttempt: 1, retryAfter: .seconds(10), isQuota: true, using: &rng) == .seconds(60))
+    }
+
+    @Test func exhaustedByAttemptsOrByAge() {
+        let policy = RetryPolicy(maxAttempts: 3, maxAge: .seconds(100))
+        let t0 = Timestamp(secondsSince1970: 1000)
+        #expect(!policy.isExhausted(attempts: 2, firstFailedAt: t0, now: Timestamp(secondsSince1970: 1050)))
+        #expect(policy.isExhausted(attempts: 3, firstFailedAt: t0, now: Timestamp(secondsSince1970: 1050)))
+        #expect(policy.isExhausted(attempts: 1, firstFailedAt: t0, now: Timestamp(secondsSince1970: 1100)))
+    }
+
+}
+
+@Suite struct JobPlannerTests {
+    let now = Timestamp(secondsSince1970: 1_800_000_000)
+
+    func job(_ tokens: [String]) throws -> SendJob {
+        let list = tokens.map { #"{"token":"\#($0)"}"# }.joined(separator: ",")
+        return try Fixtures.job(#"{"job_id":"j","app_id":"shop-android","campaign":"C","notification":{"title":"T"},"recipients":[\#(list)]}"#)
+    }
+
+    func plan(_ job: SendJob, attempt: Int = 1, _ delivered: [Int: DeliveryOutcome], policy: RetryPolicy = RetryPolicy()) throws -> JobPlan {
+        var rng = SeededGenerator(state: 7)
+        let composed = try MessageComposer().compose(job, app: Fixtures.app)
+        return JobPlanner(policy: policy).plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
+                                               firstFailedAt: nil, now: now, random: &rng)
+    }
+
+    @Test func eachRecipientGetsItsFinalResult() throws {
+        let p = try plan(job(["a", "b", "c"]), [0: .sent(messageName: "projects/p/messages/1"),
+                                                 1: .invalidToken(ResultError(code: "UNREGISTERED", httpStatus: 404, message: "gone")),
+                                                 2: .rejected(ResultError(code: "INVALID_ARGUMENT", httpStatus: 400, message: "bad"))])
+        #expect(p.results.map(\.outcome) == [.sent, .invalidToken, .rejected])
+        #expect(p.results.map(\.routingKey) == ["shop-android.sent", "shop-android.invalid_token", "shop-android.rejected"])
+        #expect(p.results[0].fcmMessageName == "projects/p/messages/1")
+        #expect(p.results.allSatisfy { $0.campaign == "C" && $0.attempts == 1 })
+        #expect(p.retry == nil && p.deadLetters.isEmpty)
+    }
+
+    @Test func transientFailuresAreRetriedAloneWithTheirIDs() throws {
+        let j = try job(["a", "b"])
+        let p = try plan(j, [0: .sent(messageName: "n"), 1: .retryable(ResultError(code: "UNAVAILABLE", httpStatus: 503, message: ""), retryAfter: .seconds(20))])
+        #expect(p.results.count == 1)
+        let retry = try #require(p.retry)
+        guard case .recipients(let list) = retry.job.target else { Issue.record("not recipients"); return }
+        #expect(list.map(\.token) == ["b"])
+        #expect(list.first?.mnMessageID == MessageID.generate(jobID: "j", index: 1))
+        #expect(retry.delay >= .seconds(20))
+    }
+
+    @Test func lastAttemptDeadLettersAsRetriesExhausted() throws {
+        let p = try plan(job(["a"]), attempt: 3, [0: .retryable(ResultError(code: "UNAVAILABLE", httpStatus: 503, message: ""), retryAfter: nil)],
+                         policy: RetryPolicy(maxAttempts: 3))
+        #expect(p.retry == nil)
+        #expect(p.deadLetters.map(\.code) == [.retriesExhausted])
+        #expect(p.deadLetters.first?.message.contains("3 attempt") == true)
+    }
+
+    @Test func configurationFailuresDeadLetterByCode() throws {
+        let p = try plan(job(["a", "b", "c"]), [0: .configurationFailed(ResultError(code: "THIRD_PARTY_AUTH_ERROR", httpStatus: 401, message: "apns")),
+                                                 1: .authFailed(ResultError(code: "UNAUTHENTICATED", httpStatus: 401, message: "token")),
+                                                 2: .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "no"))])
+        #expect(p.deadLetters.map(\.code) == [.authFailed, .thirdPartyAuthError, .permissionDenied])
+        #expect(p.results.isEmpty)
+    }
+
+    @Test func invalidRecipientIsRejectedWithItsRuleCode() throws {
+        let j = try Fixtures.job(#"{"job_id":"j","app_id":"a","notification":{"title":"T"},"recipients":[{"token":"a","data":{"gcm.x":"1"}}]}"#)
+        let p = try plan(j, [:])
+        #expect(p.results.map(\.outcome) == [.rejected])
+        #expect(p.results.first?.error?.code == "RESERVED_DATA_KEY")
+    }
+
+    @Test func expiredJobEndsEveryTargetExpired() throws {
+        let p = JobPlanner().expired(try job(["a", "b"]), attempts: 1, now: now)
+        #expect(p.results.map(\.outcome) == [.expired, .expired])
+    }
+
+    @Test func validateOnlyJobsEndValidated() throws {
+        var j = try job(["a"])
+        j.validateOnly = true
+        #expect(try plan(j, [0: .sent(messageName: "n")]).results.map(\.outcome) == [.validated])
+    }
+}

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages push-connector needs to build, test and run (idempotent).
+# Needs root (or sudo). The Swift 6 toolchain itself must already be on PATH.
+set -euo pipefail
+PACKAGES=(pkg-config librabbitmq-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev libmicrohttpd-dev
+          libsqlite3-dev sqlite3 rabbitmq-server nghttp2-client curl python3 python3-pip openssl)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  # Debian's rabbitmq-server post-install starts a system node; the project runs its own nodes.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null || { echo "install-deps: the Swift 6 toolchain is not on PATH (see README)" >&2; exit 1; }

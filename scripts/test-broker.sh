@@ -1,0 +1,116 @@
+#!/bin/sh
+# Start / stop one isolated RabbitMQ node for tests and local development, from Debian's
+# rabbitmq-server. Nothing of the system node is touched: own node name, AMQP port,
+# distribution port, data and log folders, plugins file (none enabled), config file.
+#
+#   scripts/test-broker.sh start [--dir DIR] [--owner-pid PID]
+#        Starts a node, waits until it accepts AMQP logins, prints shell-style lines:
+#        PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:PORT/  PUSH_TEST_BROKER_NODE=...
+#        PUSH_TEST_BROKER_DIR=...   With --owner-pid, a watchdog stops the node when PID exits.
+#   scripts/test-broker.sh stop [--dir DIR]      Stops the node and removes its folder.
+#   scripts/test-broker.sh url  [--dir DIR]      Prints the AMQP URL of a running node.
+#   scripts/test-broker.sh ctl  [--dir DIR] ARGS  Runs `rabbitmqctl -n NODE ARGS`.
+#
+# DIR defaults to $PUSH_TEST_BROKER_DIR or /tmp/pc-test-broker. Must run as root or as the
+# rabbitmq user (Debian's script drops to `rabbitmq`; the folder is owned by that user).
+# rabbitmqctl uses the rabbitmq user's cookie (/var/lib/rabbitmq/.erlang.cookie), which the node
+# shares, so `rabbitmqctl -n NODE ...` works (e.g. close_connection in tests).
+set -eu
+
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+dir=${PUSH_TEST_BROKER_DIR:-/tmp/pc-test-broker}
+owner=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --dir) dir=$2; shift 2 ;;
+        --owner-pid) owner=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+as_rabbitmq() { # runs a command line as the rabbitmq user, keeping the RABBITMQ_* environment
+    if [ "$(id -u)" = "$(id -u rabbitmq)" ]; then sh -c "$1"; else su rabbitmq -s /bin/sh -c "$1"; fi
+}
+
+load() {
+    [ -f "$dir/env" ] || { echo "test-broker: no broker in $dir (run: $0 start)" >&2; exit 1; }
+    . "$dir/env"
+}
+
+ctl() { as_rabbitmq "HOME=/var/lib/rabbitmq /usr/lib/rabbitmq/bin/rabbitmqctl -q -n '$PUSH_TEST_BROKER_NODE' $*"; }
+
+stop_node() {
+    load
+    ctl stop >/dev/null 2>&1 || true
+    # the beam process of this node (its pid file), then the launcher, by their ids only
+    if [ -f "$dir/beam.pid" ]; then
+        beam=$(cat "$dir/beam.pid")
+        i=0
+        while kill -0 "$beam" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+        kill -9 "$beam" 2>/dev/null || true
+    fi
+    if [ -f "$dir/pid" ]; then kill -9 -- "-$(cat "$dir/pid")" 2>/dev/null || true; fi
+    rm -rf "$dir"
+}
+
+case "$cmd" in
+start)
+    if [ -f "$dir/env" ]; then echo "test-broker: $dir already holds a broker; stop it first" >&2; exit 1; fi
+    mkdir -p "$dir"
+    port=$(free_port); dist=$(free_port)
+    node="pctest-$$-$port@localhost"
+    PUSH_TEST_BROKER_NODE=$node
+    mkdir -p "$dir/mnesia" "$dir/log"
+    echo '[].' > "$dir/enabled_plugins"
+    cat > "$dir/rabbitmq.conf" <<CONF
+listeners.tcp.1 = 127.0.0.1:$port
+loopback_users.guest = true
+log.console = false
+log.file.level = warning
+CONF
+    chown -R rabbitmq:rabbitmq "$dir"
+    chmod 755 "$dir"
+    cat > "$dir/env" <<ENV
+PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:$port/
+PUSH_TEST_BROKER_NODE=$node
+PUSH_TEST_BROKER_DIR=$dir
+ENV
+    export RABBITMQ_NODENAME="$node" RABBITMQ_NODE_PORT="$port" RABBITMQ_DIST_PORT="$dist" \
+        RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+        RABBITMQ_MNESIA_BASE="$dir/mnesia" RABBITMQ_LOG_BASE="$dir/log" \
+        RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" \
+        RABBITMQ_CONFIG_FILE="$dir/rabbitmq.conf" RABBITMQ_CONF_ENV_FILE=/dev/null \
+        RABBITMQ_PID_FILE="$dir/beam.pid" HOME=/var/lib/rabbitmq
+    setsid sh -c "cd /var/lib/rabbitmq; $(command -v su) rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server' >'$dir/startup.log' 2>&1" </dev/null >/dev/null 2>&1 &
+    echo $! > "$dir/pid"
+    # epmd knows the node only once it booted a little: poll (bounded) until it answers
+    started=""
+    i=0
+    while [ $i -lt 60 ]; do
+        if ctl "await_startup --timeout 30" >/dev/null 2>"$dir/await.err"; then started=yes; break; fi
+        kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+        sleep 0.5; i=$((i+1))
+    done
+    if [ -z "$started" ]; then
+        echo "test-broker: node $node did not start; see $dir/startup.log and $dir/log" >&2
+        tail -20 "$dir/startup.log" >&2 || true
+        cat "$dir/await.err" >&2 || true
+        exit 1
+    fi
+    if [ -n "$owner" ]; then
+        # watchdog: stop the node when its owner process is gone (even after SIGKILL)
+        setsid sh -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; PUSH_TEST_BROKER_DIR='$dir' '$self' stop" </dev/null >/dev/null 2>&1 &
+    fi
+    cat "$dir/env"
+    ;;
+stop) stop_node ;;
+url) load; echo "$PUSH_TEST_AMQP_URL" ;;
+ctl) load; ctl "$@" ;;
+*) echo "usage: $0 start|stop|url|ctl [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds with warnings as errors, runs every test.
+# Integration tests start their own RabbitMQ node and fcm-emulator (see docs/testing.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build --build-tests -Xswiftc -warnings-as-errors
+swift test --skip-build "$@"
