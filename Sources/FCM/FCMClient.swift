@@ -111,11 +111,14 @@ public final class FCMClient: Sendable {
     }
 
     static func outcome(for error: OAuthError) -> FCMOutcome {
-        let failure = FCMFailure(code: error.disposition == .credentials ? "OAUTH_REFUSED" : "OAUTH_UNAVAILABLE",
-                                 httpStatus: error.httpStatus, message: error.description)
         switch error.disposition {
-        case .credentials: return .authFailed(failure)
-        case .transient: return .retryable(failure, retryAfter: nil)
+        case .credentials:
+            return .authFailed(FCMFailure(code: "OAUTH_REFUSED", httpStatus: error.httpStatus, message: error.description))
+        case .transient:
+            return .retryable(FCMFailure(code: "OAUTH_UNAVAILABLE", httpStatus: error.httpStatus, message: error.description),
+                              retryAfter: nil)
+        case .configuration:
+            return .configurationFailed(FCMFailure(code: "OAUTH_TLS", httpStatus: nil, message: error.description))
         }
     }
 

@@ -34,7 +34,8 @@ import Testing
         defer { harness.stop() }
         let outcome = await harness.send(token: "device-token-tls")
         // The token endpoint is on the same untrusted server: the failure surfaces there.
-        #expect(outcome.label != "sent")
+        #expect(outcome.label == "configuration_failed", "\(outcome)")
+        #expect(outcome.failure?.code == "OAUTH_TLS")
         #expect(harness.emulator.recordedMessages().isEmpty)
         #expect(harness.emulator.stats().tokensIssued == 0)
     }
