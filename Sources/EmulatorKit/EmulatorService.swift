@@ -93,7 +93,7 @@ final class EmulatorService: Sendable {
         case .condition(let c): condition = c
         }
         store.record(RecordedMessage(project: project, name: name, token: token, topic: topic, condition: condition,
-                                     messageJSON: valid.message.compactText()))
+                                     messageJSON: String(decoding: valid.messageJSON, as: UTF8.self)))
         return .json(200, "{\"name\":\(JSONValue.quoted(name))}")
     }
 

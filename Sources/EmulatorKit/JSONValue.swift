@@ -81,22 +81,32 @@ enum JSONValue: Equatable, Sendable {
 
     static func encodeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
-            case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
-            case 0x08: out.append(contentsOf: [92, UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [92, UInt8(ascii: "f")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: out.append(byte)
+        var text = s
+        text.withUTF8 { bytes in
+            // Fast path: nothing to escape (the common case) is copied in one go.
+            if !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                out.append(contentsOf: bytes)
+                return
             }
+            for byte in bytes { appendEscaped(byte, into: &out) }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func appendEscaped(_ byte: UInt8, into out: inout [UInt8]) {
+        switch byte {
+        case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
+        case UInt8(ascii: "\\"): out.append(contentsOf: [92, 92])
+        case 0x0A: out.append(contentsOf: [92, UInt8(ascii: "n")])
+        case 0x0D: out.append(contentsOf: [92, UInt8(ascii: "r")])
+        case 0x09: out.append(contentsOf: [92, UInt8(ascii: "t")])
+        case 0x08: out.append(contentsOf: [92, UInt8(ascii: "b")])
+        case 0x0C: out.append(contentsOf: [92, UInt8(ascii: "f")])
+        case 0..<0x20:
+            let hex = Array("0123456789abcdef".utf8)
+            out.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
+        default: out.append(byte)
+        }
     }
 
     /// JSON text of a string value (quoted and escaped).

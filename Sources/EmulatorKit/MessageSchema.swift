@@ -51,7 +51,9 @@ enum MessageSchema {
 
     /// `lowerCamelCase` → `snake_case` (a snake_case name maps to itself).
     static func canonicalName(_ name: String) -> String {
-        guard name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return name }
+        var probe = name
+        let hasUppercase = probe.withUTF8 { bytes in bytes.contains(where: { $0 &- UInt8(ascii: "A") < 26 }) }
+        guard hasUppercase else { return name }
         var out = ""
         for ch in name {
             if ch.isUppercase { out += "_" + ch.lowercased() } else { out.append(ch) }

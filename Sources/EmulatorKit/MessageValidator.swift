@@ -11,6 +11,8 @@ enum MessageValidator {
     /// A request that passed every check.
     struct ValidSend: Sendable {
         let message: JSONValue
+        /// Compact JSON of `message`, as recorded.
+        let messageJSON: [UInt8]
         let target: Target
         let validateOnly: Bool
     }
@@ -47,13 +49,15 @@ enum MessageValidator {
                 throw .invalidArgument("Invalid value at 'message.webpush.fcm_options.link': the link must be an HTTPS URL.")
             }
         }
-        try checkSize(message, target: target)
-        return ValidSend(message: message, target: target, validateOnly: validateOnly)
+        let encoded = try checkSize(message, target: target)
+        return ValidSend(message: message, messageJSON: encoded, target: target, validateOnly: validateOnly)
     }
 
     /// A member of an object by its snake_case name, whichever spelling the sender used.
     static func member(_ value: JSONValue?, _ name: String) -> JSONValue? {
-        guard let members = value?.objectMembers else { return nil }
+        guard case .object(let members)? = value else { return nil }
+        if let exact = members.last(where: { $0.0 == name }) { return exact.1 }
+        guard name.utf8.contains(UInt8(ascii: "_")) else { return nil }
         return members.last(where: { MessageSchema.canonicalName($0.0) == name })?.1
     }
 
@@ -181,20 +185,29 @@ enum MessageValidator {
             throw .invalidArgument("Invalid value at '\(path)': the image must be an http(s) URL.")
         }
         guard let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first, !host.isEmpty,
-              !url.contains(" ") else {
+              !url.utf8.contains(UInt8(ascii: " ")) else {
             throw .invalidArgument("Invalid value at '\(path)': the image must be an http(s) URL.")
         }
     }
 
-    private static func checkSize(_ message: JSONValue, target: Target) throws(FCMError) {
-        guard case .object(let members) = message else { return }
-        let payload = JSONValue.object(members.filter { !["token", "topic", "condition"].contains(MessageSchema.canonicalName($0.0)) })
-        let size = payload.compactEncoded().count
+    /// Checks the size rule; returns the compact encoding of the whole message. The payload FCM
+    /// limits is the message without its target member (`token` / `topic` / `condition`).
+    private static func checkSize(_ message: JSONValue, target: Target) throws(FCMError) -> [UInt8] {
+        let encoded = message.compactEncoded()
+        guard case .object(let members) = message else { return encoded }
+        var size = encoded.count
+        for (key, value) in members where ["token", "topic", "condition"].contains(MessageSchema.canonicalName(key)) {
+            var member: [UInt8] = []
+            JSONValue.encodeString(key, into: &member)
+            value.encode(into: &member)
+            size -= member.count + 1 + (members.count > 1 ? 1 : 0)  // ':' and the separating ','
+        }
         let limit: Int
         if case .topic = target { limit = topicPayloadLimit } else { limit = payloadLimit }
         guard size <= limit else {
             throw .invalidArgument("Invalid value at 'message': the message payload is \(size) bytes, over the \(limit)-byte limit (Message is too big).")
         }
+        return encoded
     }
 
     static func isTopicCharacter(_ b: UInt8) -> Bool {

@@ -82,6 +82,8 @@ public actor AccessTokenSource {
                                   headers: ["Content-Type: application/x-www-form-urlencoded"],
                                   body: Array(form.utf8))
         switch await transport.send(request) {
+        case .failure(let error) where error.kind == .tls:
+            throw OAuthError.untrustedEndpoint(error.message)
         case .failure(let error):
             throw OAuthError.transport(error.code)
         case .success(let response):

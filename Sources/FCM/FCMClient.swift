@@ -8,8 +8,8 @@ import Foundation
 /// connection went away before any response (GOAWAY, reset, refused connect) is resent at once
 /// (up to `resendsAfterConnectionLoss` times, default 2), because FCM did not answer it. That
 /// may, rarely, duplicate a notification the server did accept before the connection died; the
-/// pipeline is at-least-once anyway. Timeouts are not
-/// resent here: they come back as `.retryable` for the caller's backoff.
+/// pipeline is at-least-once anyway. Timeouts are not resent here: they come back as
+/// `.retryable` for the caller's backoff. A 429 pauses the whole project in `rateLimiter`.
 public final class FCMClient: Sendable {
     /// Tunables of the client and its transport.
     public struct Configuration: Sendable {
@@ -92,8 +92,7 @@ public final class FCMClient: Sendable {
                     refreshedAfter401 = true
                     await tokens.invalidate(token, for: credentials)
                     continue
-                case .retryable(let failure, let retryAfter) where response.status == 429:
-                    _ = failure
+                case .retryable(_, let retryAfter) where response.status == 429:
                     rateLimiter.recordQuotaExceeded(project: projectID, retryAfter: retryAfter)
                     return outcome
                 default:
@@ -112,11 +111,14 @@ public final class FCMClient: Sendable {
     }
 
     static func outcome(for error: OAuthError) -> FCMOutcome {
-        let failure = FCMFailure(code: error.disposition == .credentials ? "OAUTH_REFUSED" : "OAUTH_UNAVAILABLE",
-                                 httpStatus: error.httpStatus, message: error.description)
         switch error.disposition {
-        case .credentials: return .authFailed(failure)
-        case .transient: return .retryable(failure, retryAfter: nil)
+        case .credentials:
+            return .authFailed(FCMFailure(code: "OAUTH_REFUSED", httpStatus: error.httpStatus, message: error.description))
+        case .transient:
+            return .retryable(FCMFailure(code: "OAUTH_UNAVAILABLE", httpStatus: error.httpStatus, message: error.description),
+                              retryAfter: nil)
+        case .configuration:
+            return .configurationFailed(FCMFailure(code: "OAUTH_TLS", httpStatus: nil, message: error.description))
         }
     }
 

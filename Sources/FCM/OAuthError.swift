@@ -6,6 +6,8 @@ public struct OAuthError: Error, Sendable, Hashable, CustomStringConvertible {
         case credentials
         /// The token endpoint or the network failed: try again later.
         case transient
+        /// The token endpoint's TLS certificate was not trusted: fix the CA configuration.
+        case configuration
     }
 
     private enum Code: Sendable, Hashable {
@@ -15,6 +17,7 @@ public struct OAuthError: Error, Sendable, Hashable, CustomStringConvertible {
         case endpointFailed(httpStatus: Int)
         case malformedResponse(httpStatus: Int)
         case transport(String)
+        case untrustedEndpoint(String)
     }
 
     private let code: Code
@@ -27,11 +30,14 @@ public struct OAuthError: Error, Sendable, Hashable, CustomStringConvertible {
     public static func endpointFailed(httpStatus: Int) -> Self { .init(code: .endpointFailed(httpStatus: httpStatus)) }
     public static func malformedResponse(httpStatus: Int) -> Self { .init(code: .malformedResponse(httpStatus: httpStatus)) }
     public static func transport(_ reason: String) -> Self { .init(code: .transport(reason)) }
+    /// TLS verification of the token endpoint failed.
+    public static func untrustedEndpoint(_ reason: String) -> Self { .init(code: .untrustedEndpoint(reason)) }
 
     public var disposition: Disposition {
         switch code {
         case .invalidPrivateKey, .signingFailed, .refused: .credentials
         case .endpointFailed, .malformedResponse, .transport: .transient
+        case .untrustedEndpoint: .configuration
         }
     }
 
@@ -51,6 +57,7 @@ public struct OAuthError: Error, Sendable, Hashable, CustomStringConvertible {
         case .endpointFailed(let status): "token endpoint failed (HTTP \(status))"
         case .malformedResponse(let status): "token endpoint answered an unreadable token response (HTTP \(status))"
         case .transport(let reason): "token endpoint unreachable: \(reason)"
+        case .untrustedEndpoint(let reason): "token endpoint TLS verification failed: \(reason)"
         }
     }
 }

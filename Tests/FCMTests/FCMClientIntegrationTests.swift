@@ -34,7 +34,8 @@ import Testing
         defer { harness.stop() }
         let outcome = await harness.send(token: "device-token-tls")
         // The token endpoint is on the same untrusted server: the failure surfaces there.
-        #expect(outcome.label != "sent")
+        #expect(outcome.label == "configuration_failed", "\(outcome)")
+        #expect(outcome.failure?.code == "OAUTH_TLS")
         #expect(harness.emulator.recordedMessages().isEmpty)
         #expect(harness.emulator.stats().tokensIssued == 0)
     }
@@ -146,6 +147,31 @@ import Testing
         #expect(harness.emulator.stats().tokensIssued == 2)
         #expect(harness.emulator.stats().count("UNAUTHENTICATED") == 1)
         #expect(harness.emulator.recordedMessages().map(\.token) == ["before", "after-expiry"])
+    }
+
+    @Test func concurrentUnauthenticatedSendsShareOneRefresh() async throws {
+        let harness = try EmulatorHarness()
+        defer { harness.stop() }
+        #expect(await harness.send(token: "before").label == "sent")
+        harness.emulator.expireAccessTokens()
+        let outcomes = await withTaskGroup(of: FCMOutcome.self) { group in
+            for index in 0..<50 { group.addTask { await harness.send(token: "stale-\(index)") } }
+            return await group.reduce(into: [FCMOutcome]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0.label != "sent" }.isEmpty)
+        #expect(harness.emulator.stats().tokensIssued == 2)
+    }
+
+    @Test func tokenRefusedAgainAfterRefreshIsAnAuthFailure() async throws {
+        // Every token stops working at once: 401, one refresh and resend, 401 again.
+        let harness = try EmulatorHarness(configure: { $0.accessTokenEarlyExpiry = .zero })
+        defer { harness.stop() }
+        let outcome = await harness.send(token: "never")
+        #expect(outcome.label == "auth_failed", "\(outcome)")
+        #expect(outcome.failure?.code == "UNAUTHENTICATED")
+        #expect(outcome.failure?.httpStatus == 401)
+        #expect(harness.emulator.stats().tokensIssued == 2)
+        #expect(!"\(outcome)".contains("ya29"))
     }
 
     @Test func unknownServiceAccountIsAnAuthFailureWithoutSecrets() async throws {

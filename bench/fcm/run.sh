@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# FCM client micro-benchmark: sends/s and client CPU µs per send of FCMClient (libcurl multi,
+# HTTP/2 over TLS) against fcm-emulator, at concurrency 1, 100, 1000, with and without 50 ms
+# emulator latency. Baseline in the same run: h2load (nghttp2) against the same emulator.
+# Usage: bench/fcm/run.sh [scale]   (scale multiplies request counts; default 1)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SCALE=${1:-1}
+flock /tmp/swift-build.lock swift build -c release --product fcm-bench >/dev/null
+flock /tmp/swift-build.lock swift build -c release --product fcm-emulator >/dev/null
+BIN=$(swift build -c release --show-bin-path)
+WORK=$(mktemp -d)
+EMULATOR_PID=
+cleanup() { [ -n "$EMULATOR_PID" ] && kill "$EMULATOR_PID" 2>/dev/null; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout "$WORK/key.pem" -out "$WORK/cert.pem" \
+  -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:TRUE 2>/dev/null
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL="https://127.0.0.1:$PORT"
+"$BIN/fcm-emulator" make-service-account --project bench-project --token-uri "$URL/token" --out "$WORK/sa.json" >/dev/null
+printf '{"message":{"token":"bench-h2load","notification":{"title":"Hello","body":"World"}},"validate_only":false}' > "$WORK/body.json"
+
+start_emulator() { # $1 = latency ms
+  local args=(--listen "127.0.0.1:$PORT" --tls-cert "$WORK/cert.pem" --tls-key "$WORK/key.pem"
+              --service-account "$WORK/sa.json" --no-auth --record 1000)
+  [ "$1" != 0 ] && args+=(--latency "$1")
+  "$BIN/fcm-emulator" "${args[@]}" > "$WORK/emulator.log" 2>&1 &
+  EMULATOR_PID=$!
+  for _ in $(seq 100); do grep -q "listening on" "$WORK/emulator.log" && return; sleep 0.05; done
+  echo "emulator did not start" >&2; cat "$WORK/emulator.log" >&2; exit 1
+}
+stop_emulator() { kill "$EMULATOR_PID"; wait "$EMULATOR_PID" 2>/dev/null || true; EMULATOR_PID=; }
+
+printf '%-8s %-6s %-8s | %12s %12s | %12s %12s | %8s %8s\n' latency conc requests \
+  "client/s" "client µs" "h2load/s" "h2load µs" "rate x" "cpu x"
+for latency in 0 50; do
+  start_emulator "$latency"
+  for conc in 1 100 1000; do
+    case "$latency/$conc" in
+      0/1) n=2000 ;; 0/100) n=20000 ;; 0/1000) n=40000 ;;
+      50/1) n=100 ;; 50/100) n=10000 ;; 50/1000) n=40000 ;;
+    esac
+    n=$(( n * SCALE ))
+    line=$("$BIN/fcm-bench" --url "$URL" --ca-file "$WORK/cert.pem" --service-account "$WORK/sa.json" \
+           --concurrency "$conc" --requests "$n")
+    rate=$(sed -E 's/.*sends_per_s=([0-9.]+).*/\1/' <<< "$line")
+    cpu=$(sed -E 's/.*cpu_us_per_send=([0-9.]+).*/\1/' <<< "$line")
+    fails=$(sed -E 's/.*failures=([0-9]+).*/\1/' <<< "$line")
+    [ "$fails" != 0 ] && echo "warning: $fails failed sends" >&2
+    # h2load: same streams-per-connection cap (100) and connection count as the client.
+    streams=$(( conc < 100 ? conc : 100 )); conns=$(( (conc + 99) / 100 ))
+    TIMEFORMAT='%U %S'
+    { time h2load -n "$n" -c "$conns" -m "$streams" -d "$WORK/body.json" \
+        -H 'content-type: application/json' "$URL/v1/projects/bench-project/messages:send" \
+        > "$WORK/h2load.out" 2>&1 ; } 2> "$WORK/h2load.time"
+    h2rate=$(grep -E '^finished in' "$WORK/h2load.out" | sed -E 's/.* ([0-9.]+) req\/s.*/\1/')
+    h2cpu=$(awk -v n="$n" '{ printf "%.1f", ($1 + $2) * 1e6 / n }' "$WORK/h2load.time")
+    printf '%-8s %-6s %-8s | %12.0f %12.1f | %12.0f %12.1f | %8.2f %8.2f\n' "${latency}ms" "$conc" "$n" \
+      "$rate" "$cpu" "$h2rate" "$h2cpu" "$(echo "$rate / $h2rate" | bc -l)" "$(echo "$cpu / $h2cpu" | bc -l)"
+  done
+  stop_emulator
+done
