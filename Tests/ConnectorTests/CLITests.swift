@@ -99,3 +99,13 @@ func temporaryDirectory() throws -> String {
         #expect(err.contains("missing.json"))
     }
 }
+
+@Suite struct DeployFileTests {
+    @Test func rabbitmqDefinitionsFileMatchesTheTopology() async throws {
+        let (code, out, _) = await runCLI(["topology", "definitions"])
+        #expect(code == 0)
+        let file = try String(contentsOfFile: "\(repositoryRoot)/deploy/rabbitmq-definitions.json", encoding: .utf8)
+        #expect(file.trimmingCharacters(in: .whitespacesAndNewlines) == out.trimmingCharacters(in: .whitespacesAndNewlines),
+                "regenerate with: push-connector topology definitions > deploy/rabbitmq-definitions.json")
+    }
+}

@@ -6,8 +6,10 @@ public enum PushConnectorTool {
         (["compose"], ComposeCommand.self, "print the FCM request bodies composed for a job"),
         (["config", "check"], ConfigCheckCommand.self, "validate an App ID configuration file"),
         (["topology", "declare"], TopologyDeclareCommand.self, "declare exchanges and queues (idempotent)"),
+        (["topology", "definitions"], TopologyDefinitionsCommand.self, "print the topology as RabbitMQ definitions JSON"),
         (["worker"], WorkerCommand.self, "consume send jobs and deliver them through FCM"),
         (["send"], SendCommand.self, "publish send jobs (JSON or JSON Lines) with confirms"),
+        (["push"], PushCommand.self, "compose and send one message directly (test an App ID)"),
     ]
 
     static var overview: String {
