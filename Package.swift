@@ -40,6 +40,8 @@ let package = Package(
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector"], swiftSettings: swiftSettings),
         .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
+        // bench/amqp: publish-with-confirm and consume+ack throughput against a real broker.
+        .executableTarget(name: "amqp-bench", dependencies: ["AMQP"], swiftSettings: swiftSettings),
 
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "EmulatorKit"], swiftSettings: swiftSettings),
