@@ -109,15 +109,26 @@ public final class ConfirmingPublisher: Sendable {
         let pollMillis = loopPollMillis(settings)
         var inFlight = InFlight()
         var closers: [CheckedContinuation<Void, Never>] = []
+        var unprocessed: [Command] = []  // drained but not executed when the connection died
         var loopError: AMQPError?
         do {
             while true {
-                for command in closers.isEmpty ? commands.drain() : [] {
+                let batch = closers.isEmpty ? commands.drain() : []
+                for (index, command) in batch.enumerated() {
                     switch command {
                     case .publish(let m, let confirmed):
+                        if !closers.isEmpty {  // submitted after close() in the same batch
+                            confirmed.resume(throwing: AMQPError.closed("the publisher"))
+                            continue
+                        }
                         inFlight.add(confirmed)
-                        try connection.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body,
-                                               properties: m.properties, mandatory: false)
+                        do {
+                            try connection.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body,
+                                                   properties: m.properties, mandatory: false)
+                        } catch {
+                            unprocessed = Array(batch[(index + 1)...])
+                            throw error
+                        }
                     case .close(let done):
                         closers.append(done)
                         for late in commands.close() {
@@ -146,12 +157,12 @@ public final class ConfirmingPublisher: Sendable {
                 if readAny == 0 { commands.wait(socketFD: connection.socketFD, timeoutMillis: pollMillis) }
             }
         } catch {
-            loopError = error
+            loopError = (error as? AMQPError) ?? AMQPError.protocolError("\(error)")
         }
         connection.close()
         let failure = loopError ?? AMQPError.closed("the publisher")
         inFlight.failAll(failure)
-        for leftover in commands.close() {
+        for leftover in unprocessed + commands.close() {
             switch leftover {
             case .publish(_, let c): c.resume(throwing: failure)
             case .close(let d): closers.append(d)
