@@ -11,6 +11,10 @@ import Foundation
 /// a new one). Any number of publishes may be in flight at once: confirms are read as a stream
 /// (`multiple` honoured), never one blocking wait per message.
 ///
+/// There is no in-flight limit inside: the caller bounds it (the worker's window of deliveries
+/// in progress does). Performance: ~18 000 confirmed publishes/s with 1 000 in flight against
+/// the local broker, 19× one-wait-per-message (bench/amqp).
+///
 /// Not supported: the `mandatory` flag / basic.return (an unroutable message is acked and
 /// dropped by the broker; our topology binds every queue, and the worker publishes only to
 /// exchanges it declared). Task cancellation does not withdraw a message already submitted.
