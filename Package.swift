@@ -43,6 +43,8 @@ let package = Package(
         // Benchmark driver for the FCM client (bench/fcm/run.sh runs it against fcm-emulator).
         .executableTarget(name: "fcm-bench", dependencies: ["FCM"], path: "bench/fcm/Sources",
                           swiftSettings: swiftSettings),
+        // bench/amqp: publish-with-confirm and consume+ack throughput against a real broker.
+        .executableTarget(name: "amqp-bench", dependencies: ["AMQP"], path: "bench/amqp/Sources", swiftSettings: swiftSettings),
 
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "EmulatorKit"], swiftSettings: swiftSettings),

@@ -120,14 +120,17 @@ public final class AMQPChannelClient {
                         exchange: exchange, routingKey: routingKey, messageCount: count)
     }
 
+    /// Acknowledges a message taken with `get`.
     public func ack(_ deliveryTag: UInt64, multiple: Bool = false) throws(AMQPError) {
         try connection.ack(deliveryTag, multiple: multiple)
     }
 
+    /// Negatively acknowledges a message taken with `get` (requeue or dead-letter).
     public func nack(_ deliveryTag: UInt64, multiple: Bool = false, requeue: Bool) throws(AMQPError) {
         try connection.nack(deliveryTag, multiple: multiple, requeue: requeue)
     }
 
+    /// Rejects a message taken with `get`.
     public func reject(_ deliveryTag: UInt64, requeue: Bool) throws(AMQPError) {
         try connection.reject(deliveryTag, requeue: requeue)
     }

@@ -106,24 +106,32 @@ public final class AMQPConsumer: Sendable {
 
         let pollMillis = loopPollMillis(settings)
         var closers: [CheckedContinuation<Void, Never>] = []
+        var unprocessed: [Command] = []  // drained but not executed (error or close mid-batch)
         var streamFinished = false
         var cancelSent = false
         do {
             loop: while true {
-                for command in commands.drain() {
-                    switch command {
-                    case .ack(let tag, let multiple): try connection.ack(tag, multiple: multiple)
-                    case .nack(let tag, let multiple, let requeue):
-                        try connection.nack(tag, multiple: multiple, requeue: requeue)
-                    case .reject(let tag, let requeue): try connection.reject(tag, requeue: requeue)
-                    case .cancel:
-                        if !cancelSent && !streamFinished {
-                            cancelSent = true
-                            try connection.sendCancel(consumerTag: consumerTag)
+                let batch = commands.drain()
+                for (index, command) in batch.enumerated() {
+                    do {
+                        switch command {
+                        case .ack(let tag, let multiple): try connection.ack(tag, multiple: multiple)
+                        case .nack(let tag, let multiple, let requeue):
+                            try connection.nack(tag, multiple: multiple, requeue: requeue)
+                        case .reject(let tag, let requeue): try connection.reject(tag, requeue: requeue)
+                        case .cancel:
+                            if !cancelSent && !streamFinished {
+                                cancelSent = true
+                                try connection.sendCancel(consumerTag: consumerTag)
+                            }
+                        case .close(let done):
+                            closers.append(done)
+                            unprocessed = Array(batch[(index + 1)...])
+                            break loop
                         }
-                    case .close(let done):
-                        closers.append(done)
-                        break loop
+                    } catch {
+                        unprocessed = Array(batch[(index + 1)...])
+                        throw error
                     }
                 }
                 var readAny = 0
@@ -152,7 +160,8 @@ public final class AMQPConsumer: Sendable {
             connection.close()
             finish(throwing: error)
         }
-        for leftover in commands.close() {
+        // Settlements after a close or a loss are no-ops (the broker requeues); closers resume.
+        for leftover in unprocessed + commands.close() {
             if case .close(let done) = leftover { closers.append(done) }
         }
         for done in closers { done.resume() }

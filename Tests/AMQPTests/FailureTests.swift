@@ -98,4 +98,38 @@ struct FailureTests {
             #expect(error.replyCode == 404)
         }
     }
+
+    @Test func aFullRejectPublishQueueNacksAndOnlyThatPublishFails() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("full")
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try client.declareQueue(queue, arguments: ["x-max-length": 1, "x-overflow": "reject-publish"])
+        let publisher = try await ConfirmingPublisher.connect(settings: settings)
+        try await publisher.publish(exchange: "", routingKey: queue, body: Data("first".utf8))
+        let error = await #expect(throws: AMQPError.self) {
+            try await withDeadline(10, "publish into a full queue") {
+                try await publisher.publish(exchange: "", routingKey: queue, body: Data("second".utf8))
+            }
+        }
+        #expect(error?.code == .nacked)
+        _ = try client.purgeQueue(queue)
+        try await publisher.publish(exchange: "", routingKey: queue, body: Data("third".utf8))
+        await publisher.close()
+        #expect(try client.get(queue: queue)?.body == Data("third".utf8))
+    }
+
+    @Test func tlsToAPlainPortFailsToConnectInsteadOfHanging() async throws {
+        let broker = try await TestBroker.shared()
+        var plain = try broker.settings()
+        plain.tls = AMQPSettings.TLS()
+        let settings = plain
+        let error = await #expect(throws: AMQPError.self) {
+            try await withDeadline(20, "TLS handshake against a plain port") {
+                _ = try await ConfirmingPublisher.connect(settings: settings)
+            }
+        }
+        #expect(error?.code == .connectionFailed)
+    }
 }

@@ -74,4 +74,51 @@ struct TopologyTests {
         #expect(try client.messageCount(queue: topology.jobsQueue) == 1)
         #expect(try client.messageCount(queue: topology.resultsQueue) == 1)
     }
+
+    @Test func aRetryTierDelaysAJobAndDeadLettersItBackToTheJobQueue() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let topology = Topology(prefix: broker.uniqueName("retry"), retryDelaysSeconds: [1, 60])
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try topology.declare(on: client)
+        let tier = try #require(topology.retryTier(forDelaySeconds: 0.5))
+        #expect(tier.delaySeconds == 1)
+        try client.publishConfirmed(exchange: topology.retryExchange, routingKey: tier.routingKey,
+                                    body: Data("retry me".utf8),
+                                    properties: MessageProperties(headers: ["push-attempts": 2]))
+        #expect(try client.messageCount(queue: tier.queue) == 1)
+        let back = try await pollUntil(seconds: 15) { try client.get(queue: topology.jobsQueue) }
+        #expect(back.body == Data("retry me".utf8))
+        #expect(back.properties.headers["push-attempts"] == 2)
+        try client.ack(back.deliveryTag)
+    }
+
+    @Test func aRejectedJobIsDeadLetteredToTheDLQ() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let topology = Topology(prefix: broker.uniqueName("dlq"))
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try topology.declare(on: client)
+        try client.publishConfirmed(exchange: topology.jobsExchange, routingKey: topology.jobsRoutingKey,
+                                    body: Data("bad".utf8))
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: topology.jobsQueue, prefetch: 1)
+        let job = try #require(try await take(1, from: consumer).first)
+        consumer.reject(job.deliveryTag, requeue: false)
+        await consumer.close()
+        let dead = try await pollUntil(seconds: 15) { try client.get(queue: topology.deadLetterQueue) }
+        #expect(dead.body == Data("bad".utf8))
+        try client.ack(dead.deliveryTag)
+    }
+}
+
+/// Polls `probe` every 50 ms until it returns a value, failing after `seconds`.
+func pollUntil<T>(seconds: Double, _ probe: () throws -> T?) async throws -> T {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if let value = try probe() { return value }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw DeadlineExceeded(what: "condition not met within \(seconds) s")
 }
