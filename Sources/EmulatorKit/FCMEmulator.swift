@@ -93,6 +93,14 @@ public final class FCMEmulator: Sendable {
     /// Outcome counts per project, since start.
     public func stats() -> EmulatorStats { service.store.stats() }
 
+    /// Trusts one more service account (its JSON text) for `/token`, e.g. one made with
+    /// `ServiceAccountFactory.make(…, tokenURI: emulator.tokenURL)` after `start()`.
+    public func trustServiceAccount(json: String) throws {
+        do { service.oauth.trust(try ServiceAccountKey.parse(json)) } catch {
+            throw StartError(description: "service account JSON is not usable: \(error)")
+        }
+    }
+
     /// Fault: every access token issued so far stops working now (senders get 401).
     public func expireAccessTokens() { service.oauth.expireAll() }
 }

@@ -11,7 +11,10 @@ struct HTTPRequest: Sendable {
 
     func header(_ name: String) -> String? { headers.first(where: { $0.0 == name })?.1 }
 
-    var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? "" }
+    var path: Substring {
+        guard let mark = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }
+        return target[..<mark]
+    }
 
     /// Decoded query parameters.
     var query: [String: String] {

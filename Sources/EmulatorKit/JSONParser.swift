@@ -127,17 +127,20 @@ struct JSONParser {
     private mutating func parseString() throws(ParseError) -> String {
         index += 1
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes; ASCII needs no UTF-8 validation.
+        var ascii = true
         while index < bytes.count {
             let b = bytes[index]
             if b == UInt8(ascii: "\"") {
-                let s = String(validating: bytes[start..<index], as: UTF8.self)
+                let s = ascii ? String(decoding: bytes[start..<index], as: UTF8.self)
+                              : String(validating: bytes[start..<index], as: UTF8.self)
                 index += 1
                 guard let s else { throw fail("invalid UTF-8") }
                 return s
             }
             if b == UInt8(ascii: "\\") { break }
             if b < 0x20 { throw fail("control character in string") }
+            if b >= 0x80 { ascii = false }
             index += 1
         }
         var out = Array(bytes[start..<index])

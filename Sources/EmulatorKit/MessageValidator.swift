@@ -27,7 +27,7 @@ enum MessageValidator {
         do { root = try JSONParser.parse(body) } catch {
             throw .invalidJSON("Syntax error at byte \(error.offset): \(error.reason).")
         }
-        try checkShape(root, kind: MessageSchema.sendRequest, path: "")
+        try checkShape(root, kind: MessageSchema.sendRequest, parent: "", name: "")
         guard let message = member(root, "message") else { throw .invalidArgument("Request contains an invalid argument: 'message' is required.") }
         var validateOnly = false
         if case .bool(let flag)? = member(root, "validate_only") { validateOnly = flag }
@@ -63,7 +63,9 @@ enum MessageValidator {
 
     // MARK: Shape: known field names and JSON types
 
-    private static func checkShape(_ value: JSONValue, kind: MessageSchema.Kind, path: String) throws(FCMError) {
+    /// `parent` and `name` make the field's path (built only for an error or a nested value).
+    private static func checkShape(_ value: JSONValue, kind: MessageSchema.Kind, parent: String, name: String) throws(FCMError) {
+        var path: String { parent.isEmpty ? name : (name.hasPrefix("[") ? parent + name : parent + "." + name) }
         func invalid(_ type: String) -> FCMError {
             .invalidJSON("Invalid value at '\(path)' (\(type)), \(value.compactText())")
         }
@@ -76,7 +78,9 @@ enum MessageValidator {
             throw invalid("TYPE_INT32")
         case .stringList:
             guard case .array(let items) = value else { throw invalid("TYPE_STRING") }
-            for (i, item) in items.enumerated() { try checkShape(item, kind: .string, path: "\(path)[\(i)]") }
+            for (i, item) in items.enumerated() {
+                guard case .string = item else { throw .invalidJSON("Invalid value at '\(path)[\(i)]' (TYPE_STRING), \(item.compactText())") }
+            }
         case .anyObject: guard case .object = value else { throw invalid("type.googleapis.com/google.protobuf.Struct") }
         case .stringMap:
             guard case .object(let members) = value else { throw invalid("map<string, string>") }
@@ -87,13 +91,14 @@ enum MessageValidator {
             }
         case .message(let typeName, let fields):
             guard case .object(let members) = value else { throw invalid("type.googleapis.com/google.firebase.fcm.v1.\(typeName)") }
-            for (name, item) in members {
-                guard let fieldKind = fields[MessageSchema.canonicalName(name)] else {
-                    let location = path.isEmpty ? "" : " at '\(path)'"
-                    throw .invalidJSON("Unknown name \"\(name)\"\(location): Cannot find field.")
+            let here = members.isEmpty ? "" : path
+            for (fieldName, item) in members {
+                guard let fieldKind = fields[MessageSchema.canonicalName(fieldName)] else {
+                    let location = here.isEmpty ? "" : " at '\(here)'"
+                    throw .invalidJSON("Unknown name \"\(fieldName)\"\(location): Cannot find field.")
                 }
                 if case .null = item { continue }
-                try checkShape(item, kind: fieldKind, path: path.isEmpty ? name : "\(path).\(name)")
+                try checkShape(item, kind: fieldKind, parent: here, name: fieldName)
             }
         }
     }

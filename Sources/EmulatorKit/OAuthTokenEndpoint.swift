@@ -12,7 +12,7 @@ final class OAuthTokenEndpoint: Sendable {
     /// Clock skew tolerated on `iat` / `exp`.
     static let skewSeconds = 60.0
 
-    private let accounts: [ServiceAccountKey]
+    private let accounts: Mutex<[ServiceAccountKey]>
     private let lifetime: Duration
     private let earlyExpiry: Duration?
     /// Access token → monotonic deadline (ns).
@@ -20,12 +20,14 @@ final class OAuthTokenEndpoint: Sendable {
     private let ownTokenURL = Mutex<String?>(nil)
 
     init(accounts: [ServiceAccountKey], lifetime: Duration, earlyExpiry: Duration?) {
-        self.accounts = accounts
+        self.accounts = Mutex(accounts)
         self.lifetime = lifetime
         self.earlyExpiry = earlyExpiry
     }
 
     func setOwnTokenURL(_ url: String) { ownTokenURL.withLock { $0 = url } }
+
+    func trust(_ account: ServiceAccountKey) { accounts.withLock { $0.append(account) } }
 
     /// An OAuth error answer (`{"error": …, "error_description": …}`), as Google's endpoint sends.
     struct Refusal: Error, Equatable {
@@ -81,7 +83,7 @@ final class OAuthTokenEndpoint: Sendable {
         guard header["alg"]?.stringValue == "RS256" else { throw .invalidGrant("Invalid JWT: alg must be RS256.") }
         guard let issuer = claims["iss"]?.stringValue else { throw .invalidGrant("Invalid JWT: missing iss.") }
         let kid = header["kid"]?.stringValue
-        let candidates = accounts.filter { $0.clientEmail == issuer && (kid == nil || $0.privateKeyID == nil || $0.privateKeyID == kid) }
+        let candidates = accounts.withLock { $0 }.filter { $0.clientEmail == issuer && (kid == nil || $0.privateKeyID == nil || $0.privateKeyID == kid) }
         guard !candidates.isEmpty else { throw .invalidGrant("Invalid JWT: unknown issuer or key id.") }
         let signingInput = Array(assertion.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         guard candidates.contains(where: { $0.key.verifyRS256(signature: signature, data: signingInput) }) else {

@@ -10,20 +10,12 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let accountFile = dir.appendingPathComponent("service-account.json")
-        // The account's token_uri names the emulator's port, and accounts are read at init:
-        // find a free port with a probe emulator, then start the real one on it.
-        let probe = try FCMEmulator(configuration: EmulatorConfiguration())
-        try probe.start()
-        let port = probe.port
-        probe.stop()
-        let json = try ServiceAccountFactory.make(projectID: "demo", clientEmail: "sdk@demo.iam.gserviceaccount.com",
-                                                  tokenURI: "http://127.0.0.1:\(port)/token")
-        try json.write(to: accountFile, atomically: true, encoding: .utf8)
-        try withEmulator({ c in
-            c.port = port
-            c.requireAuth = true
-            c.serviceAccountFiles = [accountFile.path]
-        }) { emulator throws in
+        try withEmulator({ $0.requireAuth = true }) { emulator throws in
+            // The account's token_uri names the emulator, whose port is known once it listens.
+            let json = try ServiceAccountFactory.make(projectID: "demo", clientEmail: "sdk@demo.iam.gserviceaccount.com",
+                                                      tokenURI: emulator.tokenURL)
+            try json.write(to: accountFile, atomically: true, encoding: .utf8)
+            try emulator.trustServiceAccount(json: json)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
             process.arguments = ["python3", packageRoot.appendingPathComponent("tests/python/admin_sdk_send.py").path,
