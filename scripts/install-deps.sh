@@ -3,7 +3,7 @@
 # Needs root (or sudo). The Swift 6 toolchain itself must already be on PATH.
 set -euo pipefail
 PACKAGES=(pkg-config librabbitmq-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev libmicrohttpd-dev
-          libsqlite3-dev sqlite3 rabbitmq-server nghttp2-client curl python3 python3-pip openssl)
+          libsqlite3-dev sqlite3 rabbitmq-server nghttp2-client curl openssl)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,5 +14,11 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   # Debian's rabbitmq-server post-install starts a system node; the project runs its own nodes.
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The emulator's fidelity test drives the official Firebase Admin SDK (Python, from PyPI).
+if ! python3 -c "import firebase_admin" 2>/dev/null; then
+  echo "install-deps: installing firebase-admin (pip)"
+  python3 -m pip install --quiet --disable-pip-version-check firebase-admin \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages firebase-admin
 fi
 command -v swift >/dev/null || { echo "install-deps: the Swift 6 toolchain is not on PATH (see README)" >&2; exit 1; }

@@ -9,6 +9,7 @@ public enum PushConnectorTool {
         (["topology", "definitions"], TopologyDefinitionsCommand.self, "print the topology as RabbitMQ definitions JSON"),
         (["worker"], WorkerCommand.self, "consume send jobs and deliver them through FCM"),
         (["send"], SendCommand.self, "publish send jobs (JSON or JSON Lines) with confirms"),
+        (["results"], ResultsCommand.self, "print results from the results queue"),
         (["push"], PushCommand.self, "compose and send one message directly (test an App ID)"),
     ]
 

@@ -36,7 +36,10 @@ public struct Logger: Sendable {
     public func log(_ level: Level, _ message: String, _ fields: KeyValuePairs<String, String> = [:]) {
         guard level >= minimumLevel else { return }
         var line = "\(Timestamp.now().description) \(level.label) \(component) \(message)"
-        for (k, v) in fields { line += " \(k)=\(v.contains(" ") ? "\"\(v)\"" : v)" }
+        for (k, v) in fields {
+            let plain = !v.isEmpty && v.utf8.allSatisfy { $0 > 0x20 && $0 != 0x22 && $0 != 0x5C && $0 < 0x7F }
+            line += " \(k)=" + (plain ? v : JSONValue.string(v).encodedString())
+        }
         sink(line)
     }
 
