@@ -10,17 +10,6 @@ public struct UsageError: Error, Equatable, CustomStringConvertible {
     public let description: String
 }
 
-extension EmulatorConfiguration: Equatable {
-    public static func == (a: EmulatorConfiguration, b: EmulatorConfiguration) -> Bool {
-        a.host == b.host && a.port == b.port && a.tlsCertificateFile == b.tlsCertificateFile && a.tlsKeyFile == b.tlsKeyFile
-            && a.serviceAccountFiles == b.serviceAccountFiles && a.requireAuth == b.requireAuth
-            && a.accessTokenLifetime == b.accessTokenLifetime && a.accessTokenEarlyExpiry == b.accessTokenEarlyExpiry
-            && a.retryAfterSeconds == b.retryAfterSeconds && a.latency == b.latency && a.errorRates == b.errorRates
-            && a.goawayEveryRequests == b.goawayEveryRequests && a.quotaPerMinute == b.quotaPerMinute
-            && a.recordCapacity == b.recordCapacity && a.maxConcurrentStreams == b.maxConcurrentStreams
-    }
-}
-
 /// Parses `fcm-emulator` arguments (no outside argument-parser package).
 public enum EmulatorCommandLine {
     public static let usage = """

@@ -33,6 +33,17 @@ public struct EmulatorConfiguration: Sendable {
     public init() {}
 }
 
+extension EmulatorConfiguration: Equatable {
+    public static func == (a: EmulatorConfiguration, b: EmulatorConfiguration) -> Bool {
+        a.host == b.host && a.port == b.port && a.tlsCertificateFile == b.tlsCertificateFile && a.tlsKeyFile == b.tlsKeyFile
+            && a.serviceAccountFiles == b.serviceAccountFiles && a.requireAuth == b.requireAuth
+            && a.accessTokenLifetime == b.accessTokenLifetime && a.accessTokenEarlyExpiry == b.accessTokenEarlyExpiry
+            && a.retryAfterSeconds == b.retryAfterSeconds && a.latency == b.latency && a.errorRates == b.errorRates
+            && a.goawayEveryRequests == b.goawayEveryRequests && a.quotaPerMinute == b.quotaPerMinute
+            && a.recordCapacity == b.recordCapacity && a.maxConcurrentStreams == b.maxConcurrentStreams
+    }
+}
+
 /// Added delay of a send answer.
 public enum Latency: Sendable, Equatable {
     case none
