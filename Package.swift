@@ -44,6 +44,9 @@ let package = Package(
         .executableTarget(name: "fcm-bench", dependencies: ["FCM"], path: "bench/fcm/Sources",
                           swiftSettings: swiftSettings),
         // bench/amqp: publish-with-confirm and consume+ack throughput against a real broker.
+        // bench/worker: the send worker end to end, real dispatch vs an instant "sent".
+        .executableTarget(name: "worker-bench", dependencies: ["Connector", "FCM", "AMQP"], path: "bench/worker/Sources",
+                          swiftSettings: swiftSettings),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"], path: "bench/amqp/Sources", swiftSettings: swiftSettings),
 
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),

@@ -14,17 +14,19 @@ swift build -c release --product push-connector
 swift build -c release --product fcm-emulator
 bin=$(swift build -c release --show-bin-path)
 state=.local/demo
+# The broker runs as the rabbitmq user: its folder lives under /tmp, which that user can reach.
+broker_dir=/tmp/push-connector-demo-broker
 rm -rf "$state" && mkdir -p "$state"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  scripts/test-broker.sh stop --dir "$PWD/$state/broker" >/dev/null 2>&1 || true
+  scripts/test-broker.sh stop --dir "$broker_dir" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
 echo "== starting RabbitMQ (private node)"
-eval "$(scripts/test-broker.sh start --dir "$PWD/$state/broker")"
+eval "$(scripts/test-broker.sh start --dir "$broker_dir")"
 export PUSH_CONNECTOR_AMQP_URL=$PUSH_TEST_AMQP_URL
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -52,6 +54,6 @@ echo "== results (one per recipient, routing key <app_id>.<outcome>)"
 echo "== what FCM (the emulator) received"
 curl -s "http://127.0.0.1:$port/_emulator/messages" | python3 -m json.tool | head -60
 echo "== dead-letter queue"
-scripts/test-broker.sh ctl --dir "$PWD/$state/broker" list_queues name messages | grep -E "push\.(jobs|results|jobs\.dlq)\b" || true
+scripts/test-broker.sh ctl --dir "$broker_dir" list_queues name messages | grep -E "push\.(jobs|results|jobs\.dlq)\b" || true
 echo "== worker log"
 cat "$state/worker.log"
