@@ -208,7 +208,10 @@ enum MessageValidator {
             size -= member.count + 1 + (members.count > 1 ? 1 : 0)  // ':' and the separating ','
         }
         let limit: Int
-        if case .topic = target { limit = topicPayloadLimit } else { limit = payloadLimit }
+        switch target {
+        case .topic, .condition: limit = topicPayloadLimit  // topic messaging, condition included
+        default: limit = payloadLimit
+        }
         guard size <= limit else {
             throw .invalidArgument("Invalid value at 'message': the message payload is \(size) bytes, over the \(limit)-byte limit (Message is too big).")
         }

@@ -16,6 +16,7 @@ import Testing
         (#"{"token":"t","data":{"gcm.n":"x"}}"#, "\"gcm.n\""),
         ("{\"token\":\"t\",\"data\":{\"big\":\"\(String(repeating: "x", count: 4100))\"}}", "4096-byte"),
         ("{\"topic\":\"n\",\"data\":{\"big\":\"\(String(repeating: "x", count: 2050))\"}}", "2048-byte"),
+        ("{\"condition\":\"'a' in topics\",\"data\":{\"big\":\"\(String(repeating: "x", count: 2050))\"}}", "2048-byte"),
         (#"{"token":"t","fcm_options":{"analytics_label":"bad label"}}"#, "message.fcm_options.analytics_label"),
         ("{\"token\":\"t\",\"fcm_options\":{\"analytics_label\":\"\(String(repeating: "a", count: 51))\"}}", "message.fcm_options.analytics_label"),
         (#"{"token":"t","android":{"ttl":"86400"}}"#, "message.android.ttl"),
