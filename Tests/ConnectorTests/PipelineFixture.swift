@@ -28,17 +28,18 @@ final class PipelineFixture: Sendable {
         settings = ownVhost ? try broker.makeVhost(heartbeatSeconds: 10) : try broker.settings()
         topology = Topology(prefix: broker.uniqueName("pc"), retryDelaysSeconds: retryTiers)
         directory = try temporaryDirectory()
-        let port = try PipelineFixture.freePort()
-        let accountPath = directory + "/sa.json"
-        try ServiceAccountFactory.make(projectID: Self.project, clientEmail: ServiceAccountFactory.defaultClientEmail(projectID: Self.project),
-                                       tokenURI: "http://127.0.0.1:\(port)/token").write(toFile: accountPath, atomically: true, encoding: .utf8)
         var configuration = EmulatorConfiguration()
-        configuration.port = port
-        configuration.serviceAccountFiles = [accountPath]
+        configuration.port = 0
         configuration.retryAfterSeconds = 1
         configureEmulator(&configuration)
         emulator = try FCMEmulator(configuration: configuration)
         try emulator.start()
+        // The account's token_uri names the emulator's port, known only now: trust it after start.
+        let accountPath = directory + "/sa.json"
+        let account = try ServiceAccountFactory.make(projectID: Self.project, clientEmail: ServiceAccountFactory.defaultClientEmail(projectID: Self.project),
+                                                     tokenURI: emulator.tokenURL)
+        try account.write(toFile: accountPath, atomically: true, encoding: .utf8)
+        try emulator.trustServiceAccount(json: account)
         appsFile = directory + "/apps.json"
         try """
         {"apps":[{"app_id":"shop-android","project_id":"\(Self.project)","credentials_file":"\(accountPath)",
@@ -123,21 +124,6 @@ final class PipelineFixture: Sendable {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         return Int(try client.messageCount(queue: queue))
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw FixtureError("cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

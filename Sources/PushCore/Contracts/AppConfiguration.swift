@@ -56,12 +56,7 @@ public struct AppRegistry: Sendable, Equatable {
         }
         var apps: [AppConfiguration] = []
         var seen = Set<String>()
-        for (i, element) in list.enumerated() {
-            let path = "apps[\(i)]"
-            guard case .object(let o) = element else {
-                r.report(ContractIssue(.wrongType, field: path, "must be an object, got \(element.kindDescription)"))
-                continue
-            }
+        for (_, path, o) in r.objectElements(list, path: "apps") {
             var ar = FieldReader(o, path: path)
             let appID = ar.requiredString("app_id", maxLength: 128)
             let projectID = ar.requiredString("project_id", maxLength: 128)

@@ -88,6 +88,22 @@ struct FieldReader {
         return map
     }
 
+    /// The object elements of an array found at `path`, each with its index and element path
+    /// (`path[i]`); elements of another kind are reported and left out.
+    mutating func objectElements(_ list: [JSONValue], path: String) -> [(index: Int, path: String, object: [String: JSONValue])] {
+        var elements: [(index: Int, path: String, object: [String: JSONValue])] = []
+        elements.reserveCapacity(list.count)
+        for (i, element) in list.enumerated() {
+            let elementPath = "\(path)[\(i)]"
+            guard case .object(let o) = element else {
+                report(ContractIssue(.wrongType, field: elementPath, "must be an object, got \(element.kindDescription)"))
+                continue
+            }
+            elements.append((i, elementPath, o))
+        }
+        return elements
+    }
+
     mutating func optionalTimestamp(_ key: String) -> Timestamp? {
         guard let text = optionalString(key, maxLength: 64) else { return nil }
         guard let t = Timestamp(rfc3339: text) else {

@@ -101,12 +101,7 @@ extension SendJob {
         }
         var recipients: [Recipient] = []
         recipients.reserveCapacity(list.count)
-        for (i, element) in list.enumerated() {
-            let path = "recipients[\(i)]"
-            guard case .object(let o) = element else {
-                r.report(ContractIssue(.wrongType, field: path, "must be an object, got \(element.kindDescription)"))
-                continue
-            }
+        for (_, path, o) in r.objectElements(list, path: "recipients") {
             var rr = FieldReader(o, path: path)
             let token = rr.requiredString("token", maxLength: 4096)
             let id = rr.optionalString("mn_message_id", maxLength: 128)
