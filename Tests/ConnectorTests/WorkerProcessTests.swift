@@ -52,4 +52,41 @@ func builtProduct(_ name: String) throws -> String {
         #expect(Set(results.map(\.jobID)).count == total)
         #expect(results.count == total)
     }
+
+    @Test func sighupReloadsTheAppFileAndABadFileIsRefused() async throws {
+        let f = try await PipelineFixture()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
+        process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
+                             "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--no-declare", "--log-level", "error"]
+        process.environment = ["PATH": "/usr/bin:/bin"]
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+
+        try await f.publish([jobJSON("before", tokens: ["dev-1"], app: "late-app")])
+        let dead = try await f.take(1, from: f.topology.deadLetterQueue)
+        #expect(dead.first?.properties.headers["push-error-code"]?.stringValue == "UNKNOWN_APP")
+
+        // A broken file is refused: the worker keeps the old configuration and keeps serving.
+        let original = try String(contentsOfFile: f.appsFile, encoding: .utf8)
+        try "{\"apps\": [".write(toFile: f.appsFile, atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        try await Task.sleep(for: .milliseconds(500))
+        try await f.publish([jobJSON("still-served", tokens: ["dev-2"])])
+        #expect(try await f.results(1).map(\.jobID) == ["still-served"])
+
+        // The fixed file adds the App ID; after SIGHUP its jobs are delivered.
+        try original.replacingOccurrences(of: #"{"apps":[{"app_id":"shop-android""#,
+                                          with: #"{"apps":[{"app_id":"late-app","project_id":"shop-prod","credentials_file":"\#(f.directory)/sa.json"},{"app_id":"shop-android""#)
+            .write(toFile: f.appsFile, atomically: true, encoding: .utf8)
+        kill(process.processIdentifier, SIGHUP)
+        try await Task.sleep(for: .milliseconds(500))
+        try await f.publish([jobJSON("after", tokens: ["dev-3"], app: "late-app")])
+        let results = try await f.results(1)
+        #expect(results.map(\.jobID) == ["after"])
+        #expect(results.first?.outcome == .sent)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
 }

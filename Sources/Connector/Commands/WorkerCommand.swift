@@ -1,5 +1,6 @@
 import AMQP
 import FCM
+import Foundation
 import PushCore
 
 /// `push-connector worker`: consumes send jobs, dispatches to FCM, publishes results, retries
@@ -18,6 +19,7 @@ public struct WorkerCommand: Command {
         one result per recipient, retries transient failures through the retry tiers and dead-letters
         what cannot succeed. Declares the topology at start (unless --no-declare). SIGTERM / SIGINT:
         stop consuming, finish in-flight work within --shutdown-deadline, confirm, ack, exit 0.
+        SIGHUP: reload the App ID file and credentials (a bad file is refused and logged).
 
         \(CommonOptions.brokerUsage)
         \(CommonOptions.fcmUsage)
@@ -54,20 +56,36 @@ public struct WorkerCommand: Command {
         configuration.shutdownDeadline = .seconds(try a.integer("--shutdown-deadline", in: "worker", default: 30, range: 0...3600))
         let logger = Logger(component: "worker", minimumLevel: try LogLevelOption.parse(a, command: "worker"))
 
-        let registry = try AppConfigurationFile.load(try a.required("--config", in: "worker"))
+        let configPath = try a.required("--config", in: "worker")
+        let registry = try AppConfigurationFile.load(configPath)
         let client = FCMClient(configuration: fcmConfiguration)
-        let sender = try FCMPushSender(client: client, registry: registry)
-        defer { sender.shutdown() }
+        defer { client.shutdown() }
+        let catalog = AppCatalog(.init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
         if !a.has("--no-declare") { try declare(topology, settings: settings) }
 
-        let processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
+        let processor = JobProcessor(catalog: catalog, topology: topology, planner: JobPlanner(policy: policy))
         let worker = SendWorker(configuration: configuration, processor: processor, logger: logger)
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)
+        SignalHandlers.on(SIGHUP) { Self.reload(configPath, into: catalog, client: client, logger: logger) }
         logger.info("worker starting", ["apps": "\(registry.apps.count)", "fcm": fcmConfiguration.baseURL,
                                         "broker": settings.redactedURL, "lanes": "\(configuration.lanes)"])
         await worker.run(until: shutdown)
         return 0
+    }
+}
+
+extension WorkerCommand {
+    /// SIGHUP: reads the App ID file and the credentials again; a bad file is refused (logged)
+    /// and the worker keeps serving the previous configuration.
+    static func reload(_ path: String, into catalog: AppCatalog, client: FCMClient, logger: Logger) {
+        do {
+            let registry = try AppConfigurationFile.load(path)
+            catalog.replace(with: .init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
+            logger.info("configuration reloaded", ["apps": registry.appIDs.joined(separator: ",")])
+        } catch {
+            logger.error("configuration reload refused; keeping the previous one", ["error": "\(error)"])
+        }
     }
 }
 

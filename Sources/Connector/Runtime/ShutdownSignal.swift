@@ -10,9 +10,6 @@ public final class ShutdownSignal: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
-    /// Kept alive for the process's life; written only by `installSignalHandlers`, called once at start.
-    private nonisolated(unsafe) var sources: [any DispatchSourceSignal] = []
-
     public init() {}
 
     public var isTriggered: Bool { state.withLock { $0.triggered } }
@@ -42,15 +39,11 @@ public final class ShutdownSignal: Sendable {
 
     /// Triggers on SIGTERM and SIGINT (the default handlers are replaced). Call once, at start.
     public func installSignalHandlers(logger: Logger? = nil) {
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { [weak self] in
-                logger?.info("signal received, shutting down", ["signal": sig == SIGTERM ? "SIGTERM" : "SIGINT"])
+        for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+            SignalHandlers.on(sig) { [weak self] in
+                logger?.info("signal received, shutting down", ["signal": name])
                 self?.trigger()
             }
-            source.resume()
-            sources.append(source)
         }
     }
 }

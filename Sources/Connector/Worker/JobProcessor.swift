@@ -7,23 +7,27 @@ import PushCore
 /// results, a retry copy and dead-letter copies. It never throws: bad input is data (a
 /// dead-letter copy with a reason), so the worker keeps consuming whatever arrives.
 public struct JobProcessor: Sendable {
-    public var registry: AppRegistry
-    public var sender: any PushSender
+    public let catalog: AppCatalog
     public var topology: Topology
     public var planner: JobPlanner
     public var composer = MessageComposer()
     public var clock: @Sendable () -> Timestamp = { Timestamp.now() }
 
-    public init(registry: AppRegistry, sender: any PushSender, topology: Topology, planner: JobPlanner = JobPlanner()) {
-        self.registry = registry
-        self.sender = sender
+    public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
+        self.catalog = catalog
         self.topology = topology
         self.planner = planner
+    }
+
+    /// A processor for a fixed set of App IDs (no reload).
+    public init(registry: AppRegistry, sender: any PushSender, topology: Topology, planner: JobPlanner = JobPlanner()) {
+        self.init(catalog: AppCatalog(.init(registry: registry, sender: sender)), topology: topology, planner: planner)
     }
 
     /// The messages to publish for a delivery of `body` carrying `headers`.
     public func process(body: Data, headers: AMQPTable) async -> [OutboundMessage] {
         let now = clock()
+        let apps = catalog.current
         let attempt = Int(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0) + 1
         let firstFailedAt = headers[DeadLetterHeader.firstFailedAt]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         let job: SendJob
@@ -33,7 +37,7 @@ public struct JobProcessor: Sendable {
             return [deadLetter(body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
                                headers: headers, now: now, firstFailedAt: firstFailedAt)]
         }
-        guard let app = registry[job.appID] else {
+        guard let app = apps.registry[job.appID] else {
             return [deadLetter(body: body, code: .unknownApp,
                                message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
                                attempts: attempt - 1, headers: headers, now: now, firstFailedAt: firstFailedAt)]
@@ -48,7 +52,7 @@ public struct JobProcessor: Sendable {
             return [deadLetter(body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
                                headers: headers, now: now, firstFailedAt: firstFailedAt)]
         }
-        let delivered = await send(composed, app: app)
+        let delivered = await send(composed, app: app, sender: apps.sender)
         var random = SystemRandomNumberGenerator()
         let plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
                                 firstFailedAt: firstFailedAt, now: clock(), random: &random)
@@ -57,7 +61,7 @@ public struct JobProcessor: Sendable {
 
     /// Sends every composed message at once; the FCM client bounds what is really in flight.
     /// A cancelled task (shutdown past its deadline) leaves its targets out: they are retried.
-    private func send(_ composed: [CompositionOutcome], app: AppConfiguration) async -> [Int: DeliveryOutcome] {
+    private func send(_ composed: [CompositionOutcome], app: AppConfiguration, sender: any PushSender) async -> [Int: DeliveryOutcome] {
         await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
             for case .message(let message) in composed {
                 group.addTask {

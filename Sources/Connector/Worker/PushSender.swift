@@ -34,8 +34,6 @@ public final class FCMPushSender: PushSender {
         }
         return DeliveryOutcome(await client.send(projectID: app.projectID, messageBody: body, credentials: account))
     }
-
-    public func shutdown() { client.shutdown() }
 }
 
 extension DeliveryOutcome {

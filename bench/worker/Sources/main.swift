@@ -81,9 +81,10 @@ func run(mode: String, sender: any PushSender) async throws -> (rate: Double, cp
 var fcm = FCMClient.Configuration()
 fcm.baseURL = option("--fcm-url")
 fcm.transport.caFile = CommandLine.arguments.contains("--ca-file") ? option("--ca-file") : nil
-let fcmSender = try FCMPushSender(client: FCMClient(configuration: fcm), registry: registry)
+let fcmClient = FCMClient(configuration: fcm)
+let fcmSender = try FCMPushSender(client: fcmClient, registry: registry)
 let instant = try await run(mode: "instant", sender: InstantSender())
 let real = try await run(mode: "fcm", sender: fcmSender)
 print(String(format: "jobs=%d recipients=%d | instant: %.0f jobs/s %.0f µs/job | fcm: %.0f jobs/s %.0f µs/job | fcm/instant: rate %.2f cpu %.2f",
              jobs, recipients, instant.rate, instant.cpuMicros, real.rate, real.cpuMicros, real.rate / instant.rate, real.cpuMicros / instant.cpuMicros))
-fcmSender.shutdown()
+fcmClient.shutdown()
