@@ -31,6 +31,13 @@ import Testing
         #expect(try JSONValue.parse(v.encodedString(.pretty)) == v)
     }
 
+    @Test func integralDoublesStayDoublesThroughTheWriter() throws {
+        // Found by fuzz/run.sh: -1E11 was written as an integer and read back as one.
+        let v = try JSONValue.parse("[-1E11, 3.0, 2]")
+        #expect(v.encodedString() == "[-100000000000.0,3.0,2]")
+        #expect(try JSONValue.parse(v.encodedString()) == v)
+    }
+
     @Test func timestampsParseAndPrintRFC3339() {
         #expect(Timestamp(rfc3339: "1970-01-01T00:00:00Z")?.secondsSince1970 == 0)
         #expect(Timestamp(rfc3339: "2026-11-29T21:00:00Z")?.description == "2026-11-29T21:00:00Z")

@@ -26,7 +26,8 @@ extension JSONValue {
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .int(let i): out.append(contentsOf: String(i).utf8)
         case .double(let d):
-            if d.rounded() == d && abs(d) < 1e15 { out.append(contentsOf: String(Int64(d)).utf8) }
+            // A double stays a double: integral values keep a ".0" so they read back as doubles.
+            if d.rounded() == d && abs(d) < 1e15 { out.append(contentsOf: (String(Int64(d)) + ".0").utf8) }
             else { out.append(contentsOf: d.description.utf8) }
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let elements):
