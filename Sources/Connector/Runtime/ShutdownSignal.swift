@@ -7,7 +7,8 @@ import Synchronization
 public final class ShutdownSignal: Sendable {
     private struct State {
         var triggered = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
+        var nextID = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
     }
     private let state = Mutex(State())
     public init() {}
@@ -19,21 +20,29 @@ public final class ShutdownSignal: Sendable {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             guard !s.triggered else { return [] }
             s.triggered = true
-            defer { s.waiters = [] }
-            return s.waiters
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
         }
         for w in waiters { w.resume() }
     }
 
-    /// Returns once the signal is triggered.
+    /// Returns once the signal is triggered, or as soon as the calling task is cancelled.
     public func wait() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { s -> Bool in
-                if s.triggered { return true }
-                s.waiters.append(c)
-                return false
+        let id = state.withLock { s -> Int in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { s -> Bool in
+                    if s.triggered || Task.isCancelled { return true }
+                    s.waiters[id] = c
+                    return false
+                }
+                if resumeNow { c.resume() }
             }
-            if resumeNow { c.resume() }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
         }
     }
 

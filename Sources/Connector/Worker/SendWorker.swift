@@ -52,6 +52,7 @@ public final class SendWorker: Sendable {
         var backoff = configuration.reconnectBackoff.initial
         while !shutdown.isTriggered {
             do {
+                counters.connectAttempts.add(1, ordering: .relaxed)
                 let publisher = try await ConfirmingPublisher.connect(settings: configuration.settings)
                 let consumer: AMQPConsumer
                 do {

@@ -9,6 +9,7 @@ public final class WorkerCounters: Sendable {
     public let retries = Atomic<Int>(0)
     public let deadLetters = Atomic<Int>(0)
     public let reconnects = Atomic<Int>(0)
+    public let connectAttempts = Atomic<Int>(0)
 
     public init() {}
 

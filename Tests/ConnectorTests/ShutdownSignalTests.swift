@@ -1,0 +1,44 @@
+import Testing
+@testable import Connector
+
+/// The shutdown flag tasks wait on.
+@Suite struct ShutdownSignalTests {
+    @Test func triggerResumesEveryWaiterAndLaterWaitsReturnAtOnce() async {
+        let signal = ShutdownSignal()
+        async let a: Void = signal.wait()
+        async let b: Void = signal.wait()
+        signal.trigger()
+        _ = await (a, b)
+        await signal.wait()
+        #expect(signal.isTriggered)
+    }
+
+    @Test func aCancelledWaitReturnsWithoutTheSignal() async {
+        let signal = ShutdownSignal()
+        let waiter = Task { await signal.wait() }
+        waiter.cancel()
+        await waiter.value
+        #expect(!signal.isTriggered)
+    }
+}
+
+/// A lane that cannot reach its broker keeps retrying, and still stops on shutdown.
+@Suite(.timeLimit(.minutes(1))) struct WorkerReconnectTests {
+    @Test func unreachableBrokerIsRetriedWithBackoffUntilShutdown() async throws {
+        let f = try await PipelineFixture()
+        var settings = f.settings
+        settings.port = 1  // nothing listens there
+        var configuration = SendWorker.Configuration(settings: settings, topology: f.topology)
+        configuration.reconnectBackoff = (.milliseconds(20), .milliseconds(50))
+        let worker = SendWorker(configuration: configuration,
+                                processor: JobProcessor(registry: f.registry, sender: try f.makeWorker().processor.catalog.current.sender,
+                                                        topology: f.topology),
+                                logger: Logger(component: "test", minimumLevel: .error))
+        let shutdown = ShutdownSignal()
+        let task = Task { await worker.run(until: shutdown) }
+        try await Task.sleep(for: .milliseconds(600))
+        shutdown.trigger()
+        await task.value
+        #expect(worker.counters.connectAttempts.load(ordering: .relaxed) >= 5)
+    }
+}
