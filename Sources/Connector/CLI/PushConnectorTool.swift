@@ -8,6 +8,12 @@ public enum PushConnectorTool {
         (["topology", "declare"], TopologyDeclareCommand.self, "declare exchanges and queues (idempotent)"),
         (["worker"], WorkerCommand.self, "consume send jobs and deliver them through FCM"),
         (["send"], SendCommand.self, "publish send jobs (JSON or JSON Lines) with confirms"),
+        (["dlq", "stats"], DlqStatsCommand.self, "count dead-lettered jobs by code, App ID and age"),
+        (["dlq", "list"], DlqListCommand.self, "list dead-lettered jobs (non-destructive, order kept)"),
+        (["dlq", "replay"], DlqReplayCommand.self, "move dead-lettered jobs back to the job exchange"),
+        (["dlq", "export"], DlqExportCommand.self, "write dead-lettered messages to JSON Lines, losslessly"),
+        (["dlq", "import"], DlqImportCommand.self, "publish an export file back into the DLQ"),
+        (["dlq", "purge"], DlqPurgeCommand.self, "delete dead-lettered jobs (all or matching) with --yes"),
     ]
 
     static var overview: String {
