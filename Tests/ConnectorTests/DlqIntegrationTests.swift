@@ -11,7 +11,7 @@ import Testing
     /// messages in no order: a pass must read everything and requeue in order. Pinned here.
     @Test func listingTwiceAndWithLimitKeepsTheQueueOrder() async throws {
         let f = try await PipelineFixture()
-        let ids = (0..<40).map { "order-\($0)" }
+        let ids = (0..<100).map { "order-\($0)" }
         try f.seedDLQ(ids.map { deadLetter($0) })
         for arguments in [["--json"], ["--json", "--limit", "5"], ["--json", "--app-id", "nobody"], ["--json"]] {
             let (code, out, err) = await runCLI(["dlq", "list"] + arguments + f.cliBroker)
