@@ -4,7 +4,7 @@ import Foundation
 /// One pass over the whole DLQ that removes some messages and leaves the others where they were,
 /// in their order.
 ///
-/// How order is kept (measured on RabbitMQ 3.10 quorum queues, pinned by `DlqBrowseOrderTests`):
+/// How order is kept (measured on RabbitMQ 3.10 quorum queues, pinned by `DlqIntegrationTests`):
 /// a requeued message goes to the BACK of a quorum queue, and the messages returned when a channel
 /// closes come back in no particular order. So a pass takes every message with basic.get
 /// (unacked), acks those it removes, and at the end nacks the kept ones one by one in the order it
