@@ -168,18 +168,35 @@ import Testing
 
     @Test func messagesRabbitMQDeadLetteredItselfShowAsDeliveryLimit() async throws {
         let f = try await PipelineFixture()
-        let death: AMQPFieldValue = .table(["reason": "delivery_limit", "queue": .string(f.topology.jobsQueue), "count": 1,
-                                           "exchange": .string(f.topology.jobsExchange), "time": .timestamp(Date())])
-        try f.seedDLQ([(Data(jobJSON("looping", tokens: ["t"]).utf8),
-                        MessageProperties(headers: ["x-death": .array([death]), "x-first-death-reason": "delivery_limit"]))])
+        // A job that keeps coming back (a crashing worker): the job queue's x-delivery-limit (20)
+        // makes RabbitMQ dead-letter it itself, with x-death and no push-* headers.
+        try await f.publish([jobJSON("looping", tokens: ["t"])])
+        let client = try AMQPChannelClient(settings: f.settings)
+        var deliveries = 0
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try f.messageCount(f.topology.deadLetterQueue) == 0, ContinuousClock.now < deadline {
+            if let d = try client.get(queue: f.topology.jobsQueue) {
+                deliveries += 1
+                try client.nack(d.deliveryTag, requeue: true)
+            } else {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+        }
+        client.close()
+        #expect(deliveries > 20)
         let (code, out, _) = await runCLI(["dlq", "list", "--json", "--code", "DELIVERY_LIMIT"] + f.cliBroker)
         #expect(code == 0)
         #expect(try listedJobIDs(out) == ["looping"])
+        let listed = try JSONValue.parse(out)
+        #expect(listed["last_failed_at"]?.stringValue != nil && listed["replays"] == .int(0), "\(out)")
         let (statsCode, stats, _) = await runCLI(["dlq", "stats"] + f.cliBroker)
         #expect(statsCode == 0)
         #expect(stats.contains("DELIVERY_LIMIT"))
         #expect(await runCLI(["dlq", "replay", "--code", "DELIVERY_LIMIT"] + f.cliBroker).0 == 0)
-        #expect(jobIDs(try f.drain(f.topology.jobsQueue)) == ["looping"])
+        let replayed = try f.drain(f.topology.jobsQueue)
+        #expect(jobIDs(replayed) == ["looping"])
+        #expect(replayed.first?.properties.headers["x-death"] == nil)
+        #expect(replayed.first?.properties.headers[DeadLetterHeader.replays] == .int(1))
     }
 
     @Test func jobsOverTheReplayLimitAreRefusedUnlessForced() async throws {
