@@ -138,19 +138,29 @@ public final class AMQPChannelClient {
     /// Publishes one message and blocks until the broker confirms it (one wait per message: fine
     /// for tools and small volumes; use `ConfirmingPublisher` for throughput). Throws `.nacked`
     /// or `.channelClosed` (e.g. 404 for a missing exchange).
+    ///
+    /// With `mandatory`, a message that no queue takes is not silently dropped: the broker returns
+    /// it (basic.return, before its confirm) and this throws `.returned` (312 NO_ROUTE) — the
+    /// caller knows it was not delivered anywhere (the DLQ replay relies on it).
     public func publishConfirmed(exchange: String, routingKey: String, body: Data,
-                                 properties: MessageProperties = MessageProperties()) throws(AMQPError) {
+                                 properties: MessageProperties = MessageProperties(),
+                                 mandatory: Bool = false) throws(AMQPError) {
         if !confirmsSelected {
             _ = try rpc("confirm.select") { amqp_confirm_select(connection.raw, 1) }
             confirmsSelected = true
         }
         try connection.publish(exchange: exchange, routingKey: routingKey, body: body,
-                               properties: properties, mandatory: false)
+                               properties: properties, mandatory: mandatory)
+        var returned: AMQPError?
         while true {
             guard let frame = try connection.nextFrame(timeoutMicros: 1_000_000) else { continue }
             defer { connection.releaseBuffers() }
             switch frame {
-            case .ack: return
+            case .returned(let code, let text, let exchange, let key):
+                returned = .returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
+            case .ack:
+                if let returned { throw returned }
+                return
             case .nack: throw .nacked()
             case .channelClosed(_, let error):
                 try connection.openChannel(1)

@@ -70,6 +70,15 @@ func temporaryDirectory() throws -> String {
         #expect(await runCLI([]).0 == 2)
     }
 
+    @Test func aCommandGroupAloneListsItsSubcommands() async {
+        let (code, _, err) = await runCLI(["dlq"])
+        #expect(code == 2)
+        #expect(err.contains("stats, list, replay"))
+        let (helpCode, out, _) = await runCLI(["dlq", "--help"])
+        #expect(helpCode == 0)
+        #expect(out.contains("subcommands: stats"))
+    }
+
     @Test func helpIsAvailableOnEveryCommand() async {
         for words in PushConnectorTool.commands.map(\.words) {
             let (code, out, _) = await runCLI(words + ["--help"])

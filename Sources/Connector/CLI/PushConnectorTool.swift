@@ -11,6 +11,12 @@ public enum PushConnectorTool {
         (["send"], SendCommand.self, "publish send jobs (JSON or JSON Lines) with confirms"),
         (["results"], ResultsCommand.self, "print results from the results queue"),
         (["push"], PushCommand.self, "compose and send one message directly (test an App ID)"),
+        (["dlq", "stats"], DlqStatsCommand.self, "count dead-lettered jobs by code, App ID and age"),
+        (["dlq", "list"], DlqListCommand.self, "list dead-lettered jobs (non-destructive, order kept)"),
+        (["dlq", "replay"], DlqReplayCommand.self, "move dead-lettered jobs back to the job exchange"),
+        (["dlq", "export"], DlqExportCommand.self, "write dead-lettered messages to JSON Lines, losslessly"),
+        (["dlq", "import"], DlqImportCommand.self, "publish an export file back into the DLQ"),
+        (["dlq", "purge"], DlqPurgeCommand.self, "delete dead-lettered jobs (all or matching) with --yes"),
     ]
 
     static var overview: String {
@@ -28,6 +34,18 @@ public enum PushConnectorTool {
         guard let match = commands.filter({ Array(arguments.prefix($0.words.count)) == $0.words })
             .max(by: { $0.words.count < $1.words.count })
         else {
+            // A command group named alone ("dlq", "topology"): say which subcommands it has.
+            let group = commands.filter { $0.words.count > 1 && $0.words[0] == arguments[0] }
+            if !group.isEmpty {
+                let names = group.map { $0.words.dropFirst().joined(separator: " ") }.joined(separator: ", ")
+                let help = arguments.count == 2 && (arguments[1] == "--help" || arguments[1] == "-h")
+                if help {
+                    context.console.out("usage: push-connector \(arguments[0]) SUBCOMMAND [options]\n\nsubcommands: \(names)")
+                    return 0
+                }
+                context.console.err("push-connector \(arguments[0]): expected a subcommand: \(names) (see push-connector --help)")
+                return 2
+            }
             context.console.err("push-connector: unknown command \"\(arguments[0])\" (see push-connector --help)")
             return 2
         }

@@ -1,0 +1,86 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// `push-connector dlq export FILE`: writes the matching DLQ messages to JSON Lines, losslessly,
+/// without removing them.
+public struct DlqExportCommand: Command {
+    public static let spec = CommandSpec(
+        name: "dlq export", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit"]),
+        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json"], positionals: 1...1,
+        usage: """
+        usage: push-connector dlq export FILE|- [filters] [--limit N] [options]
+
+        Writes the matching messages of <prefix>.jobs.dlq to FILE (- for standard output) as JSON Lines,
+        in queue order, one message per line: the body (its UTF-8 text when it is valid UTF-8 and JSON,
+        else base64, named by "body_encoding"), every property, and every header with its AMQP type.
+        Nothing is removed from the queue (purge afterwards with the same filters if you want that).
+        FILE must not exist yet. `dlq import FILE` puts the messages back. See docs/operations.md.
+
+          --limit N             export at most N messages
+          --json                print the summary as one JSON object, no progress
+        \(DlqOptions.filterUsage)
+        \(CommonOptions.brokerUsage)
+        """)
+
+    let arguments: ParsedArguments
+    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let command = Self.spec.name
+        let settings = try DlqOptions.settings(arguments, context, command: command)
+        let topology = try CommonOptions.topology(arguments, command: command)
+        let filter = try DlqOptions.filter(arguments, command: command)
+        let limit = try arguments.integer("--limit", in: command, default: Int.max, range: 1...Int.max)
+        let json = arguments.has("--json")
+        let path = arguments.positionals[0]
+        let output: FileHandle
+        if path == "-" {
+            output = FileHandle.standardOutput
+        } else {
+            guard !FileManager.default.fileExists(atPath: path) else {
+                throw CommandFailure("\(command): \(path) already exists; choose a new file name", exitCode: 2)
+            }
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
+                  let handle = FileHandle(forWritingAtPath: path)
+            else { throw CommandFailure("\(command): cannot create \(path)", exitCode: 2) }
+            output = handle
+        }
+        let now = Timestamp.now()
+        var exported = 0, read = 0, bytes = 0
+        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        let progress = DlqProgress(label: "exporting", total: pass.initialCount, quiet: json)
+        var buffer = Data()
+        do {
+            try pass.run { delivery in
+                progress.step()
+                read += 1
+                guard exported < limit else { return .keep }
+                let entry = DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers)
+                guard filter.matches(entry, now: now) else { return .keep }
+                buffer.append(contentsOf: DeadLetterRecord(body: delivery.body, properties: delivery.properties).json.encodedBytes())
+                buffer.append(0x0A)
+                exported += 1
+                if buffer.count > 1 << 20 {
+                    try output.write(contentsOf: buffer)
+                    bytes += buffer.count
+                    buffer.removeAll(keepingCapacity: true)
+                }
+                return .keep
+            }
+            try output.write(contentsOf: buffer)
+            bytes += buffer.count
+            if path != "-" { try output.synchronize(); try output.close() }
+        } catch {
+            progress.finish()
+            throw CommandFailure("\(command): export to \(path) failed after \(exported) message(s): \(error)")
+        }
+        progress.finish()
+        let summary = json
+            ? JSONValue.object(["exported": .int(Int64(exported)), "read": .int(Int64(read)), "file": .string(path),
+                                "bytes": .int(Int64(bytes))]).encodedString(.compact)
+            : "exported \(exported) of \(read) message(s) from \(topology.deadLetterQueue) to \(path) (\(bytes) bytes); the DLQ is unchanged"
+        if path == "-" { context.console.err(summary) } else { context.console.out(summary) }
+        return 0
+    }
+}

@@ -1,0 +1,79 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// `push-connector dlq import FILE`: publishes the messages of a `dlq export` file back into the
+/// DLQ, in file order, each with a confirm.
+public struct DlqImportCommand: Command {
+    public static let spec = CommandSpec(
+        name: "dlq import", valueOptions: CommonOptions.broker.union(["--skip"]), flags: ["--json"], positionals: 1...1,
+        usage: """
+        usage: push-connector dlq import FILE|- [--skip N] [options]
+
+        Publishes every message of a `dlq export` file (- for standard input) into <prefix>.jobs.dlq, in
+        file order, one at a time with a publisher confirm, bodies, properties and headers exactly as
+        exported. The whole file is checked first: nothing is published if a line is not valid.
+
+          --skip N              leave out the first N messages (to resume an import that stopped)
+          --json                print the summary as one JSON object, no progress
+        \(CommonOptions.brokerUsage)
+        """)
+
+    let arguments: ParsedArguments
+    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let command = Self.spec.name
+        let settings = try DlqOptions.settings(arguments, context, command: command)
+        let topology = try CommonOptions.topology(arguments, command: command)
+        let skip = try arguments.integer("--skip", in: command, default: 0, range: 0...Int.max)
+        let json = arguments.has("--json")
+        let path = arguments.positionals[0]
+        let bytes: [UInt8]
+        if path == "-" {
+            bytes = Array(FileHandle.standardInput.readDataToEndOfFile())
+        } else {
+            bytes = try AppConfigurationFile.readFile(path, what: "export")
+        }
+        var records: [DeadLetterRecord] = []
+        var problems: [String] = []
+        for (number, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+            do { records.append(try DeadLetterRecord.decode(line: line)) } catch {
+                problems.append("\(path):\(number + 1): \(error)")
+            }
+        }
+        guard problems.isEmpty else {
+            throw CommandFailure(problems.prefix(20).joined(separator: "\n") + "\n\(command): nothing was imported", exitCode: 2)
+        }
+        let client: AMQPChannelClient
+        do { client = try AMQPChannelClient(settings: settings) } catch {
+            throw CommandFailure("\(command): cannot connect to \(settings.redactedURL): \(error)")
+        }
+        defer { client.close() }
+        do { _ = try client.messageCount(queue: topology.deadLetterQueue) } catch {
+            throw CommandFailure("\(command): the DLQ \(topology.deadLetterQueue) does not exist (wrong --prefix? run topology declare): \(error)")
+        }
+        let todo = records.dropFirst(skip)
+        let progress = DlqProgress(label: "importing", total: todo.count, quiet: json)
+        var imported = 0
+        for record in todo {
+            do {
+                try client.publishConfirmed(exchange: "", routingKey: topology.deadLetterQueue, body: record.body,
+                                            properties: record.properties, mandatory: true)
+            } catch {
+                progress.finish()
+                throw CommandFailure("\(command): stopped after \(imported) of \(todo.count) message(s): \(error); "
+                    + "resume with --skip \(skip + imported)")
+            }
+            imported += 1
+            progress.step()
+        }
+        progress.finish()
+        context.console.out(json
+            ? JSONValue.object(["imported": .int(Int64(imported)), "skipped": .int(Int64(min(skip, records.count))),
+                                "queue": .string(topology.deadLetterQueue)]).encodedString(.compact)
+            : "imported \(imported) message(s) into \(topology.deadLetterQueue), all confirmed")
+        return 0
+    }
+}

@@ -1,0 +1,59 @@
+import AMQP
+import PushCore
+
+/// `push-connector dlq list`: one line per dead-lettered job, without removing anything.
+public struct DlqListCommand: Command {
+    public static let spec = CommandSpec(
+        name: "dlq list", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit"]),
+        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json"],
+        usage: """
+        usage: push-connector dlq list [--limit N] [filters] [--json] [options]
+
+        Lists the dead-lettered jobs of <prefix>.jobs.dlq in queue order, one line each: job id, App ID,
+        code, attempts, replays, first and last failure, recipients. Nothing is removed and the order
+        of the queue is kept (the whole queue is read even with --limit: RabbitMQ puts requeued
+        messages at the back of a quorum queue, so every message must go round once).
+
+          --limit N             show at most N jobs (default: all)
+          --json                one JSON object per line (JSON Lines), no header or summary
+        \(DlqOptions.filterUsage)
+        \(CommonOptions.brokerUsage)
+        """)
+
+    let arguments: ParsedArguments
+    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let command = Self.spec.name
+        let settings = try DlqOptions.settings(arguments, context, command: command)
+        let topology = try CommonOptions.topology(arguments, command: command)
+        let filter = try DlqOptions.filter(arguments, command: command)
+        let limit = try arguments.integer("--limit", in: command, default: Int.max, range: 1...Int.max)
+        let json = arguments.has("--json")
+        let now = Timestamp.now()
+        var shown = 0, matching = 0, total = 0
+        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        let progress = DlqProgress(label: "reading", total: pass.initialCount, quiet: json)
+        if !json { context.console.out(DlqOptions.listHeader) }
+        do {
+            try pass.run { delivery in
+                progress.step()
+                total += 1
+                let entry = DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers)
+                guard filter.matches(entry, now: now) else { return .keep }
+                matching += 1
+                if shown < limit {
+                    shown += 1
+                    context.console.out(json ? DlqOptions.json(entry).encodedString(.compact) : DlqOptions.row(entry))
+                }
+                return .keep
+            }
+        } catch {
+            progress.finish()
+            throw CommandFailure("\(command): reading \(topology.deadLetterQueue) failed: \(error)")
+        }
+        progress.finish()
+        if !json { context.console.out("\(shown) shown, \(matching) matching, \(total) in \(topology.deadLetterQueue)") }
+        return 0
+    }
+}

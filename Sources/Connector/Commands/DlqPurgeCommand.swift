@@ -1,0 +1,66 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// `push-connector dlq purge --yes`: deletes dead-lettered jobs for good (all, or the matching ones).
+public struct DlqPurgeCommand: Command {
+    public static let spec = CommandSpec(
+        name: "dlq purge", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit"]),
+        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--yes", "--json"],
+        usage: """
+        usage: push-connector dlq purge --yes [filters] [--limit N] [options]
+
+        Deletes messages from <prefix>.jobs.dlq for good: every message (queue.purge) without filters,
+        else only the matching ones (the others stay, in order). Refuses to run without --yes.
+        Export first (`dlq export`) if you may want them back.
+
+          --yes                 really delete
+          --limit N             delete at most N matching messages
+          --json                print the summary as one JSON object, no progress
+        \(DlqOptions.filterUsage)
+        \(CommonOptions.brokerUsage)
+        """)
+
+    let arguments: ParsedArguments
+    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let command = Self.spec.name
+        let settings = try DlqOptions.settings(arguments, context, command: command)
+        let topology = try CommonOptions.topology(arguments, command: command)
+        let filter = try DlqOptions.filter(arguments, command: command)
+        let limit = try arguments.integer("--limit", in: command, default: Int.max, range: 1...Int.max)
+        let json = arguments.has("--json")
+        guard arguments.has("--yes") else {
+            throw UsageError("\(command): refusing to delete without --yes (see what would go with dlq list and the same filters)")
+        }
+        let queue = topology.deadLetterQueue
+        var purged = 0, read = 0
+        if filter.isEmpty && limit == Int.max {
+            purged = try DeadLetterQueuePass.purgeAll(settings: settings, queue: queue, command: command)
+        } else {
+            let now = Timestamp.now()
+            let pass = try DeadLetterQueuePass(settings: settings, queue: queue, command: command)
+            let progress = DlqProgress(label: "purging", total: pass.initialCount, quiet: json)
+            do {
+                try pass.run { delivery in
+                    progress.step()
+                    read += 1
+                    guard purged < limit,
+                          filter.matches(DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers), now: now)
+                    else { return .keep }
+                    purged += 1
+                    return .remove
+                }
+            } catch {
+                progress.finish()
+                throw CommandFailure("\(command): stopped after deleting \(purged) message(s): \(error)")
+            }
+            progress.finish()
+        }
+        context.console.out(json
+            ? JSONValue.object(["purged": .int(Int64(purged)), "queue": .string(queue)]).encodedString(.compact)
+            : "deleted \(purged) message(s) from \(queue)")
+        return 0
+    }
+}

@@ -1,0 +1,129 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// `push-connector dlq replay`: moves matching dead-lettered jobs back to the job exchange, each
+/// with publish-confirm then ack, so that a replay killed at any instant loses nothing.
+public struct DlqReplayCommand: Command {
+    public static let spec = CommandSpec(
+        name: "dlq replay",
+        valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit", "--rate", "--to", "--max-replays"]),
+        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json", "--dry-run", "--force"],
+        usage: """
+        usage: push-connector dlq replay [filters] [--limit N] [--rate N/s] [--dry-run] [--to EXCHANGE/KEY] [options]
+
+        Moves the matching jobs of <prefix>.jobs.dlq back to the job exchange <prefix>.jobs (routing key
+        job), one at a time: publish, wait for the broker's confirm, then remove from the DLQ. Killed at
+        any instant it loses nothing; at most the one job in flight is then in both queues. Run it
+        again to finish. Non-matching jobs stay in the DLQ, in order.
+
+        The replayed copy has the same body and properties; push-replays goes up by one, push-attempt
+        and the other push-* failure headers are removed (the attempt count and the retry age limit
+        restart), and so are RabbitMQ's x-* headers. A job already replayed --max-replays times is
+        refused (it stays in the DLQ and is reported) unless --force.
+
+          --limit N             replay at most N jobs
+          --rate N              at most N jobs per second (e.g. 50 or 50/s; default: as fast as confirms come)
+          --dry-run             report what would be replayed; change nothing
+          --to EXCHANGE/KEY     publish there instead (text before the first / is the exchange; an empty
+                                exchange, "/queue", is the default exchange); it must route to a queue
+          --max-replays N       refuse jobs already replayed N times (default 5)
+          --force               replay even those
+          --json                print the summary as one JSON object, no progress
+        \(DlqOptions.filterUsage)
+        \(CommonOptions.brokerUsage)
+
+        Exit status: 0 when every matching job was replayed, 1 when some were refused or failed.
+        """)
+
+    let arguments: ParsedArguments
+    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let command = Self.spec.name
+        let settings = try DlqOptions.settings(arguments, context, command: command)
+        let topology = try CommonOptions.topology(arguments, command: command)
+        let filter = try DlqOptions.filter(arguments, command: command)
+        let limit = try arguments.integer("--limit", in: command, default: Int.max, range: 1...Int.max)
+        let rate = try DlqOptions.rate(arguments, command: command)
+        let policy = ReplayPolicy(maxReplays: try arguments.integer("--max-replays", in: command, default: 5, range: 0...1_000_000),
+                                  force: arguments.has("--force"))
+        var exchange = topology.jobsExchange, routingKey = topology.jobsRoutingKey
+        if let to = arguments.value("--to") {
+            guard let slash = to.firstIndex(of: "/") else {
+                throw UsageError("\(command): --to must be EXCHANGE/ROUTING-KEY (e.g. push.jobs/job), got \"\(to)\"")
+            }
+            exchange = String(to[..<slash])
+            routingKey = String(to[to.index(after: slash)...])
+        }
+        let dryRun = arguments.has("--dry-run"), json = arguments.has("--json")
+        let now = Timestamp.now()
+
+        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        var publisher: AMQPChannelClient?
+        if !dryRun {
+            do { publisher = try AMQPChannelClient(settings: settings) } catch {
+                throw CommandFailure("\(command): cannot connect to \(settings.redactedURL): \(error)")
+            }
+        }
+        defer { publisher?.close() }
+        let progress = DlqProgress(label: dryRun ? "checking" : "replaying", total: pass.initialCount, quiet: json)
+        var replayed = 0, refused = 0, read = 0, matching = 0
+        var refusedLines: [String] = []
+        var failure: String?
+        let started = Date()
+        do {
+            try pass.run { delivery in
+                progress.step()
+                read += 1
+                let entry = DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers)
+                guard replayed < limit, filter.matches(entry, now: now) else { return .keep }
+                matching += 1
+                guard policy.allows(entry) else {
+                    refused += 1
+                    if refusedLines.count < 20 {
+                        refusedLines.append("\(command): refused job \(entry.jobID ?? "(no job id)"): replayed \(entry.replays) "
+                            + "time(s) already (--max-replays \(policy.maxReplays); --force to replay anyway)")
+                    }
+                    return .keep
+                }
+                guard let publisher else { replayed += 1; return .keep }  // dry run
+                if let rate {
+                    let due = started.addingTimeInterval(Double(replayed) / rate).timeIntervalSinceNow
+                    if due > 0 { Thread.sleep(forTimeInterval: due) }
+                }
+                var properties = ReplayPolicy.replayProperties(delivery.properties, replays: entry.replays)
+                properties.persistent = true
+                try publisher.publishConfirmed(exchange: exchange, routingKey: routingKey, body: delivery.body,
+                                               properties: properties, mandatory: true)
+                replayed += 1
+                return .remove
+            }
+        } catch {
+            failure = "\(error)"
+        }
+        progress.finish()
+        refusedLines.forEach(context.console.err)
+        if refused > refusedLines.count { context.console.err("\(command): … and \(refused - refusedLines.count) more refused") }
+        let seconds = Date().timeIntervalSince(started)
+        let target = exchange.isEmpty ? "(default exchange)/\(routingKey)" : "\(exchange)/\(routingKey)"
+        if json {
+            var summary: [String: JSONValue] = [
+                "dry_run": .bool(dryRun), "replayed": .int(Int64(replayed)), "refused": .int(Int64(refused)),
+                "matching": .int(Int64(matching)), "read": .int(Int64(read)), "to": .string(target),
+                "seconds": .double((seconds * 1000).rounded() / 1000),
+            ]
+            if let failure { summary["error"] = .string(failure) }
+            context.console.out(JSONValue.object(summary).encodedString(.compact))
+        } else {
+            context.console.out((dryRun ? "would replay" : "replayed") + " \(replayed) job(s) to \(target), \(refused) refused, "
+                + "\(read) read from \(topology.deadLetterQueue)"
+                + String(format: " in %.1f s (%.0f/s)", seconds, seconds > 0 ? Double(replayed) / seconds : 0))
+        }
+        if let failure {
+            throw CommandFailure("\(command): stopped after \(replayed) replayed job(s): \(failure); "
+                + "the job in flight stayed in the DLQ (it may also have reached \(target)); run the replay again to finish")
+        }
+        return refused > 0 ? 1 : 0
+    }
+}

@@ -1,0 +1,53 @@
+import AMQP
+import PushCore
+
+/// `push-connector dlq stats`: counts of the DLQ by code, App ID and age; oldest and newest.
+public struct DlqStatsCommand: Command {
+    public static let spec = CommandSpec(
+        name: "dlq stats", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters),
+        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json"],
+        usage: """
+        usage: push-connector dlq stats [filters] [--json] [options]
+
+        Counts the dead-lettered jobs of <prefix>.jobs.dlq by push-error-code, by App ID and by age of
+        the last failure (<1h, 1h-24h, 1d-7d, >7d), with the oldest and newest failure. Reads the whole
+        queue without removing anything; the order of the queue is kept.
+
+          --json                one JSON object instead of text
+        \(DlqOptions.filterUsage)
+        \(CommonOptions.brokerUsage)
+        """)
+
+    let arguments: ParsedArguments
+    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let command = Self.spec.name
+        let settings = try DlqOptions.settings(arguments, context, command: command)
+        let topology = try CommonOptions.topology(arguments, command: command)
+        let filter = try DlqOptions.filter(arguments, command: command)
+        let json = arguments.has("--json")
+        let now = Timestamp.now()
+        var stats = DeadLetterStats(now: now)
+        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        let progress = DlqProgress(label: "reading", total: pass.initialCount, quiet: json)
+        do {
+            try pass.run { delivery in
+                progress.step()
+                let entry = DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers)
+                if filter.matches(entry, now: now) { stats.add(entry) }
+                return .keep
+            }
+        } catch {
+            progress.finish()
+            throw CommandFailure("\(command): reading \(topology.deadLetterQueue) failed: \(error)")
+        }
+        progress.finish()
+        if json {
+            context.console.out(stats.json(queue: topology.deadLetterQueue).encodedString(.compact))
+        } else {
+            stats.lines(queue: topology.deadLetterQueue).forEach(context.console.out)
+        }
+        return 0
+    }
+}

@@ -1,0 +1,76 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// Options and helpers the `dlq` subcommands share: the filter flags, the broker and topology,
+/// and the entry printing.
+enum DlqOptions {
+    static let repeatableFilters: Set<String> = ["--app-id", "--code", "--job-id", "--campaign"]
+    static let valueFilters: Set<String> = ["--older-than", "--newer-than"]
+
+    static let filterUsage = """
+      filters (repeat one to accept any of its values; different filters must all match):
+          --app-id ID           the job's app_id
+          --code CODE           push-error-code (UNKNOWN_APP, AUTH_FAILED, …, DELIVERY_LIMIT for jobs
+                                RabbitMQ dead-lettered itself)
+          --job-id ID           the job's job_id
+          --campaign NAME       the job's campaign
+          --older-than AGE      last failure at least AGE ago (30m, 2h, 7d, 1h30m)
+          --newer-than AGE      last failure less than AGE ago
+    """
+
+    /// The filter from the command line.
+    static func filter(_ a: ParsedArguments, command: String) throws(UsageError) -> DeadLetterFilter {
+        func age(_ name: String) throws(UsageError) -> Double? {
+            guard let text = a.value(name) else { return nil }
+            guard let seconds = DeadLetterFilter.parseDuration(text) else {
+                throw UsageError("\(command): \(name) must be a duration such as 30m, 2h or 7d, got \"\(text)\"")
+            }
+            return seconds
+        }
+        return DeadLetterFilter(appIDs: Set(a.all("--app-id")), codes: Set(a.all("--code")), jobIDs: Set(a.all("--job-id")),
+                                campaigns: Set(a.all("--campaign")), olderThan: try age("--older-than"),
+                                newerThan: try age("--newer-than"))
+    }
+
+    /// Broker settings named for the command (visible in the management UI).
+    static func settings(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> AMQPSettings {
+        var settings = try CommonOptions.brokerSettings(a, context, command: command)
+        settings.connectionName = "push-connector \(command)"
+        return settings
+    }
+
+    /// One entry as a JSON object (`list --json`).
+    static func json(_ e: DeadLetterEntry) -> JSONValue {
+        func text(_ s: String?) -> JSONValue { s.map(JSONValue.string) ?? .null }
+        func number(_ i: Int?) -> JSONValue { i.map { .int(Int64($0)) } ?? .null }
+        return .object([
+            "job_id": text(e.jobID), "app_id": text(e.appID), "campaign": text(e.campaign), "code": .string(e.code),
+            "message": text(e.message), "attempts": number(e.attempts), "replays": .int(Int64(e.replays)),
+            "first_failed_at": text(e.firstFailedAt?.description), "last_failed_at": text(e.lastFailedAt?.description),
+            "recipients": number(e.targets), "body_bytes": .int(Int64(e.bodyBytes)),
+        ])
+    }
+
+    static let listHeader = "JOB_ID".padding(to: 38) + "APP_ID".padding(to: 18) + "CODE".padding(to: 24)
+        + "ATTEMPTS".padding(to: 9) + "REPLAYS".padding(to: 8) + "FIRST_FAILED".padding(to: 21) + "LAST_FAILED".padding(to: 21)
+        + "RECIPIENTS"
+
+    /// One entry as a table row (`list`).
+    static func row(_ e: DeadLetterEntry) -> String {
+        (e.jobID ?? "(no job id)").padding(to: 38) + (e.appID ?? "-").padding(to: 18) + e.code.padding(to: 24)
+            + (e.attempts.map(String.init) ?? "-").padding(to: 9) + String(e.replays).padding(to: 8)
+            + (e.firstFailedAt?.description ?? "-").padding(to: 21) + (e.lastFailedAt?.description ?? "-").padding(to: 21)
+            + (e.targets.map(String.init) ?? "-")
+    }
+
+    /// `--rate N`: messages per second (0.1 to 100 000), nil when absent.
+    static func rate(_ a: ParsedArguments, command: String) throws(UsageError) -> Double? {
+        guard let text = a.value("--rate") else { return nil }
+        let number = text.hasSuffix("/s") ? String(text.dropLast(2)) : text
+        guard let rate = Double(number), rate >= 0.1, rate <= 100_000 else {
+            throw UsageError("\(command): --rate must be messages per second from 0.1 to 100000 (e.g. 50 or 50/s), got \"\(text)\"")
+        }
+        return rate
+    }
+}

@@ -1,0 +1,140 @@
+import AMQP
+import Foundation
+import PushCore
+import Testing
+@testable import Connector
+
+/// The pure DLQ model: entries, filters, stats, replay headers and the export line format.
+@Suite struct DlqModelTests {
+    static let now = Timestamp(rfc3339: "2026-11-29T12:00:00Z")!
+
+    static func workerHeaders(code: String = "UNKNOWN_APP", last: String = "2026-11-29T11:00:00Z", replays: Int64 = 0) -> AMQPTable {
+        [DeadLetterHeader.code: .string(code), DeadLetterHeader.message: "unknown App ID",
+         DeadLetterHeader.attempts: 3, DeadLetterHeader.firstFailedAt: "2026-11-29T10:00:00Z",
+         DeadLetterHeader.lastFailedAt: .string(last), DeadLetterHeader.replays: .int(replays)]
+    }
+
+    @Test func entryReadsJobFieldsAndWorkerHeaders() {
+        let body = Data(jobJSON("j1", tokens: ["a", "b"], app: "shop-ios", extra: #","campaign":"SUMMER""#).utf8)
+        let e = DeadLetterEntry(body: body, headers: Self.workerHeaders(replays: 2))
+        #expect(e.jobID == "j1" && e.appID == "shop-ios" && e.campaign == "SUMMER")
+        #expect(e.code == "UNKNOWN_APP" && e.attempts == 3 && e.replays == 2 && e.targets == 2)
+        #expect(e.firstFailedAt == Timestamp(rfc3339: "2026-11-29T10:00:00Z"))
+        #expect(e.age(at: Self.now) == 3600)
+    }
+
+    @Test func entryOfAGarbageBodyHasNoJobButKeepsItsCode() {
+        let e = DeadLetterEntry(body: Data([0xFF, 0x00, 0x7B]), headers: Self.workerHeaders(code: "INVALID_JOB"))
+        #expect(e.jobID == nil && e.appID == nil && e.targets == nil)
+        #expect(e.code == "INVALID_JOB" && e.bodyBytes == 3)
+    }
+
+    @Test func messageDeadLetteredByRabbitMQShowsDeliveryLimit() {
+        let death: AMQPFieldValue = .table(["reason": "delivery_limit", "queue": "push.jobs", "count": 1,
+                                           "time": .timestamp(Date(timeIntervalSince1970: Self.now.secondsSince1970 - 7200))])
+        let e = DeadLetterEntry(body: Data(jobJSON("loop", tokens: ["t"]).utf8),
+                                headers: ["x-death": .array([death]), "x-first-death-reason": "delivery_limit", "x-delivery-count": 21])
+        #expect(e.code == DeadLetterEntry.deliveryLimitCode)
+        #expect(e.jobID == "loop" && e.replays == 0 && e.attempts == 21)
+        #expect(e.age(at: Self.now) == 7200)
+        #expect(e.message?.contains("push.jobs") == true)
+        let bare = DeadLetterEntry(body: Data("{}".utf8), headers: [:])
+        #expect(bare.code == DeadLetterEntry.unknownCode && bare.lastFailedAt == nil)
+    }
+
+    @Test func durationsParseUnitsAndSumsAndRefuseTheRest() {
+        #expect(DeadLetterFilter.parseDuration("30m") == 1800)
+        #expect(DeadLetterFilter.parseDuration("2h") == 7200)
+        #expect(DeadLetterFilter.parseDuration("7d") == 604_800)
+        #expect(DeadLetterFilter.parseDuration("1h30m") == 5400)
+        #expect(DeadLetterFilter.parseDuration("45s") == 45)
+        for bad in ["", "30", "m", "2x", "-1h", "0m", "1.5h", "h2"] { #expect(DeadLetterFilter.parseDuration(bad) == nil, "\(bad)") }
+    }
+
+    @Test func filterCombinesFieldsWithAndAndValuesWithOr() {
+        let e = DeadLetterEntry(body: Data(jobJSON("j1", tokens: ["a"], app: "a1", extra: #","campaign":"C""#).utf8),
+                                headers: Self.workerHeaders())  // last failure 1 h ago
+        #expect(DeadLetterFilter().matches(e, now: Self.now))
+        #expect(DeadLetterFilter(appIDs: ["a1", "a2"]).matches(e, now: Self.now))
+        #expect(!DeadLetterFilter(appIDs: ["a2"]).matches(e, now: Self.now))
+        #expect(DeadLetterFilter(appIDs: ["a1"], codes: ["UNKNOWN_APP"]).matches(e, now: Self.now))
+        #expect(!DeadLetterFilter(appIDs: ["a1"], codes: ["AUTH_FAILED"]).matches(e, now: Self.now))
+        #expect(DeadLetterFilter(jobIDs: ["j1"], campaigns: ["C"]).matches(e, now: Self.now))
+        #expect(!DeadLetterFilter(campaigns: ["D"]).matches(e, now: Self.now))
+        #expect(DeadLetterFilter(olderThan: 1800).matches(e, now: Self.now))
+        #expect(!DeadLetterFilter(olderThan: 7200).matches(e, now: Self.now))
+        #expect(DeadLetterFilter(newerThan: 7200).matches(e, now: Self.now))
+        #expect(!DeadLetterFilter(newerThan: 1800).matches(e, now: Self.now))
+        let timeless = DeadLetterEntry(body: Data(), headers: [:])
+        #expect(!DeadLetterFilter(olderThan: 1).matches(timeless, now: Self.now))
+        #expect(!DeadLetterFilter(newerThan: 1).matches(timeless, now: Self.now))
+        #expect(!DeadLetterFilter(appIDs: ["a1"]).matches(timeless, now: Self.now))
+    }
+
+    @Test func statsCountByCodeAppAndAgeBucket() {
+        var stats = DeadLetterStats(now: Self.now)
+        let ages = ["2026-11-29T11:30:00Z", "2026-11-29T01:00:00Z", "2026-11-26T12:00:00Z", "2026-11-01T12:00:00Z"]
+        for (i, last) in ages.enumerated() {
+            stats.add(DeadLetterEntry(body: Data(jobJSON("j\(i)", tokens: ["t"], app: i < 2 ? "a" : "b").utf8),
+                                      headers: Self.workerHeaders(code: i == 0 ? "AUTH_FAILED" : "UNKNOWN_APP", last: last)))
+        }
+        stats.add(DeadLetterEntry(body: Data([0xFF]), headers: [:]))
+        #expect(stats.total == 5)
+        #expect(stats.byCode == ["AUTH_FAILED": 1, "UNKNOWN_APP": 3, "UNKNOWN": 1])
+        #expect(stats.byApp == ["a": 2, "b": 2, DeadLetterStats.noApp: 1])
+        #expect(stats.byAge == [.underAnHour: 1, .upToADay: 1, .upToAWeek: 1, .overAWeek: 1, .unknown: 1])
+        #expect(stats.oldest == Timestamp(rfc3339: "2026-11-01T12:00:00Z"))
+        #expect(stats.newest == Timestamp(rfc3339: "2026-11-29T11:30:00Z"))
+        let json = stats.json(queue: "q")
+        #expect(json["by_age"]?["<1h"] == .int(1) && json["total"] == .int(5))
+        #expect(stats.lines(queue: "q").first?.hasPrefix("5 dead letter(s) in q") == true)
+    }
+
+    @Test func replayRaisesReplaysAndDropsAttemptFailureAndBrokerHeaders() {
+        var headers = Self.workerHeaders(replays: 1)
+        headers[DeadLetterHeader.retryAttempt] = 4
+        headers["x-death"] = .array([])
+        headers["x-delivery-count"] = 2
+        headers["trace-id"] = "abc"
+        let replayed = ReplayPolicy.replayHeaders(headers, replays: 1)
+        #expect(replayed == [DeadLetterHeader.replays: 2, "trace-id": "abc"])
+        let policy = ReplayPolicy(maxReplays: 2)
+        #expect(policy.allows(DeadLetterEntry(code: "X", replays: 1)))
+        #expect(!policy.allows(DeadLetterEntry(code: "X", replays: 2)))
+        #expect(ReplayPolicy(maxReplays: 2, force: true).allows(DeadLetterEntry(code: "X", replays: 9)))
+    }
+
+    @Test func exportLineRoundTripsBodiesPropertiesAndTypedHeaders() throws {
+        let headers: AMQPTable = [
+            "s": "text é", "i": -7, "b": true, "d": .double(2.0), "half": .double(0.5), "nan": .double(.infinity),
+            "ts": .timestamp(Date(timeIntervalSince1970: 1_700_000_000)), "raw": .bytes(Data([0, 0xFF, 0x10])),
+            "table": .table(["inner": .array([1, "two", .table(["deep": false])])]), "nothing": .void,
+        ]
+        let properties = MessageProperties(contentType: "application/json", contentEncoding: "identity", headers: headers,
+                                           persistent: true, priority: 3, correlationID: "c", replyTo: "r", expiration: "60000",
+                                           messageID: "m", timestamp: Date(timeIntervalSince1970: 1_700_000_001), type: "t", appID: "a")
+        let bodies = [Data(#"{"job_id":"j","text":"caffè \u00e9 ☕","n":1.50}"#.utf8), Data([0xC3, 0x28, 0x00, 0xFF]),
+                      Data("not json but utf8".utf8), Data()]
+        for body in bodies {
+            let record = DeadLetterRecord(body: body, properties: properties)
+            let line = record.line
+            #expect(!line.contains("\n"))
+            let back = try DeadLetterRecord.decode(line: Array(line.utf8))
+            #expect(back.body == body)
+            #expect(back.properties == properties)
+        }
+        #expect(DeadLetterRecord(body: bodies[0], properties: properties).json["body_encoding"] == "utf8")
+        #expect(DeadLetterRecord(body: bodies[1], properties: properties).json["body_encoding"] == "base64")
+        var counted = properties
+        counted.headers["x-delivery-count"] = 3
+        #expect(DeadLetterRecord(body: Data(), properties: counted).properties.headers["x-delivery-count"] == nil)
+    }
+
+    @Test func importRefusesLinesThatAreNotExportLines() {
+        for bad in ["{}", "[1]", #"{"format":"push-connector-dlq/1","body":"x","body_encoding":"hex"}"#,
+                    #"{"format":"push-connector-dlq/1","body":"%%","body_encoding":"base64"}"#,
+                    #"{"format":"push-connector-dlq/1","body":"x","body_encoding":"utf8","headers":{"h":{"type":"int","value":"1"}}}"#] {
+            #expect(throws: DeadLetterRecord.DecodingError.self) { try DeadLetterRecord.decode(line: Array(bad.utf8)) }
+        }
+    }
+}
