@@ -36,7 +36,11 @@ import Testing
                                 logger: Logger(component: "test", minimumLevel: .error))
         let shutdown = ShutdownSignal()
         let task = Task { await worker.run(until: shutdown) }
-        try await Task.sleep(for: .milliseconds(600))
+        // Wait for the condition, not for a time: other tests may keep the machine busy.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while worker.counters.connectAttempts.load(ordering: .relaxed) < 5, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         shutdown.trigger()
         await task.value
         #expect(worker.counters.connectAttempts.load(ordering: .relaxed) >= 5)
