@@ -8,6 +8,8 @@ public enum PushConnectorTool {
         (["topology", "declare"], TopologyDeclareCommand.self, "declare exchanges and queues (idempotent)"),
         (["worker"], WorkerCommand.self, "consume send jobs and deliver them through FCM"),
         (["send"], SendCommand.self, "publish send jobs (JSON or JSON Lines) with confirms"),
+        (["events"], EventsCommand.self, "serve POST /event and store sends and events in SQLite"),
+        (["stats"], StatsCommand.self, "print the funnel of a job, campaign or App ID"),
     ]
 
     static var overview: String {

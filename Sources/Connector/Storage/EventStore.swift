@@ -17,7 +17,9 @@ public final class EventStore: @unchecked Sendable {
 
     /// What one `store` call did.
     public struct WriteSummary: Sendable, Equatable {
-        public var inserted = 0
+        public var eventsInserted = 0
+        public var sendsInserted = 0
+        public var inserted: Int { eventsInserted + sendsInserted }
         /// Records already present (redeliveries, resent events).
         public var duplicates = 0
     }
@@ -96,7 +98,13 @@ public final class EventStore: @unchecked Sendable {
                     try insertEvent.bind(7, now.description)
                     try insertEvent.run()
                 }
-                if database.changes > 0 { summary.inserted += 1 } else { summary.duplicates += 1 }
+                if database.changes == 0 {
+                    summary.duplicates += 1
+                } else if case .event = record {
+                    summary.eventsInserted += 1
+                } else {
+                    summary.sendsInserted += 1
+                }
             }
             try commit.run()
         } catch {
