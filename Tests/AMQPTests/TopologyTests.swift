@@ -35,8 +35,8 @@ struct TopologyTests {
         #expect(t.eventsResultsQueue == "p.events.results")
         let queue = try #require(t.queues.first { $0.name == "p.events.results" })
         #expect(queue.arguments["x-queue-type"] == "quorum")
-        #expect(t.bindings.contains(Topology.Binding(queue: "p.events.results", exchange: "p.results", routingKey: "#")))
-        #expect(t.bindings.contains(Topology.Binding(queue: "p.results", exchange: "p.results", routingKey: "#")))
+        #expect(t.bindings.contains { $0.queue == "p.events.results" && $0.exchange == "p.results" && $0.routingKey == "#" })
+        #expect(t.bindings.contains { $0.queue == "p.results" && $0.exchange == "p.results" && $0.routingKey == "#" })
     }
 
     @Test func aResultReachesBothTheResultsQueueAndTheEventsConsumersQueue() async throws {

@@ -40,6 +40,10 @@ public struct EventIngestion: HTTPHandler {
     }
 
     private func ingest(_ request: HTTPRequest, batch: Bool) -> HTTPReply {
+        if request.bodyTooLarge {
+            metrics.invalidRequests.add(1, ordering: .relaxed)
+            return .now(Self.error(413, code: "BODY_TOO_LARGE", field: "$", "the body is larger than the limit (1 MiB by default)"))
+        }
         let events: [PushEvent]
         switch Self.decode(request.body, batch: batch, knownApps: knownApps) {
         case .failure(let issues):

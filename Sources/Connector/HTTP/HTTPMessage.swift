@@ -5,12 +5,16 @@ public struct HTTPRequest: Sendable {
     public var path: String
     public var headers: [String: String]
     public var body: [UInt8]
+    /// The body was larger than the server's limit and was discarded (`body` is empty):
+    /// answer 413.
+    public var bodyTooLarge: Bool
 
-    public init(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = []) {
+    public init(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = [], bodyTooLarge: Bool = false) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.bodyTooLarge = bodyTooLarge
     }
 }
 

@@ -21,7 +21,6 @@ final class ServerContext: Sendable {
 /// only touched on the connection's server thread; the response may be set from a task.
 final class RequestState: @unchecked Sendable {
     var request: HTTPRequest
-    var tooLarge = false
     var started = false
     let response = Mutex<HTTPResponse?>(nil)
 
@@ -51,9 +50,9 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     let state = Unmanaged<RequestState>.fromOpaque(stateRaw).takeUnretainedValue()
     if uploadDataSize.pointee > 0 {
         let count = uploadDataSize.pointee
-        if !state.tooLarge, let uploadData {
+        if !state.request.bodyTooLarge, let uploadData {
             if state.request.body.count + count > server.maxBodyBytes {
-                state.tooLarge = true
+                state.request.bodyTooLarge = true
                 state.request.body = []
             } else {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
@@ -67,10 +66,6 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     if let response = state.response.withLock({ $0 }) { return queue(response, on: connection) }
     if state.started { return .YES }  // resumed spuriously: keep waiting
     state.started = true
-    if state.tooLarge {
-        return queue(HTTPResponse(status: 413, text: #"{"error":{"code":"BODY_TOO_LARGE","field":"$","message":"body larger than \#(server.maxBodyBytes) bytes"}}"#),
-                     on: connection)
-    }
     switch server.handler.respond(to: state.request) {
     case .now(let response):
         return queue(response, on: connection)

@@ -7,7 +7,7 @@ import Synchronization
 /// connections suspended (MHD_suspend_connection) while a handler awaits asynchronous work such
 /// as a broker confirm, and resumed when the response is ready — a server thread never waits.
 ///
-/// Bodies above `maxBodyBytes` are read and discarded, then answered 413.
+/// Bodies above `maxBodyBytes` are read and discarded; the handler sees `bodyTooLarge`.
 public final class MicroHTTPServer: Sendable {
     /// Tunables of the server.
     public struct Configuration: Sendable {
