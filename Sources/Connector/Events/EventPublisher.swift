@@ -49,11 +49,15 @@ public final class EventPublisher: Sendable {
         }
         let properties = MessageProperties(contentType: "application/json", persistent: true)
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for body in bodies {
-                    group.addTask { try await publisher.publish(exchange: self.exchange, routingKey: "", body: body, properties: properties) }
+            if bodies.count == 1 {
+                try await publisher.publish(exchange: exchange, routingKey: "", body: bodies[0], properties: properties)
+            } else {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for body in bodies {
+                        group.addTask { try await publisher.publish(exchange: self.exchange, routingKey: "", body: body, properties: properties) }
+                    }
+                    try await group.waitForAll()
                 }
-                try await group.waitForAll()
             }
         } catch let error as AMQPError where error.code == .nacked {
             throw EventPublishError.notConfirmed
