@@ -81,4 +81,17 @@ import Testing
         #expect(!keys.allows(appID: "other", presented: "0123456789abcdef"))
         #expect(!keys.allows(appID: nil, presented: "0123456789abcdef"))
     }
+
+    @Test func statsAndEventsRefuseBadArgumentsWithExitCode2() async throws {
+        #expect(await runCLI(["stats"]).0 == 2)
+        #expect(await runCLI(["stats", "--db", "/nonexistent/events.db"]).0 == 2)
+        let path = try temporaryDirectory() + "/events.db"
+        _ = try EventStore(path: path)
+        let (code, _, err) = await runCLI(["stats", "--db", path, "--job-id", "j", "--campaign", "c"])
+        #expect(code == 2 && err.contains("at most one"))
+        #expect(await runCLI(["stats", "--db", path]).0 == 0)
+        #expect(await runCLI(["events", "--no-http", "--no-consume"]).0 == 2)
+        #expect(await runCLI(["events", "--db", path]).0 == 2)  // --http missing
+        #expect(await runCLI(["events", "--http", "127.0.0.1:x", "--no-consume"]).0 == 2)
+    }
 }
