@@ -13,6 +13,8 @@
 ///   (routing key `<app_id>.<outcome>`).
 /// - `push.events` fanout exchange → quorum queue `push.events`, dead-lettering through the
 ///   default exchange to quorum queue `push.events.dlq`.
+/// - quorum queue `push.events.results` bound `#` to `push.results`: the events consumer's own
+///   copy of every result (to link events to sends), independent of other result consumers.
 public struct Topology: Sendable, Equatable {
     /// An exchange to declare (always durable).
     public struct Exchange: Sendable, Equatable {
@@ -58,6 +60,8 @@ public struct Topology: Sendable, Equatable {
     public let eventsExchange: String
     public let eventsQueue: String
     public let eventsDeadLetterQueue: String
+    /// The events consumer's own queue on the results exchange (bound `#`).
+    public let eventsResultsQueue: String
 
     public let exchanges: [Exchange]
     public let queues: [Queue]
@@ -81,6 +85,7 @@ public struct Topology: Sendable, Equatable {
         eventsExchange = "\(prefix).events"
         eventsQueue = "\(prefix).events"
         eventsDeadLetterQueue = "\(prefix).events.dlq"
+        eventsResultsQueue = "\(prefix).events.results"
         let retryExchange = self.retryExchange
         retryTiers = Set(retryDelaysSeconds.filter { $0 > 0 }).sorted().map { delay in
             let name = Self.tierName(delay)
@@ -108,12 +113,14 @@ public struct Topology: Sendable, Equatable {
                 "x-dead-letter-routing-key": .string(eventsDeadLetterQueue),
             ]) { a, _ in a }),
             Queue(name: eventsDeadLetterQueue, arguments: quorum),
+            Queue(name: eventsResultsQueue, arguments: quorum),
         ]
         var bindings = [
             Binding(queue: jobsQueue, exchange: jobsExchange, routingKey: jobsRoutingKey),
             Binding(queue: deadLetterQueue, exchange: deadLetterExchange, routingKey: ""),
             Binding(queue: resultsQueue, exchange: resultsExchange, routingKey: "#"),
             Binding(queue: eventsQueue, exchange: eventsExchange, routingKey: ""),
+            Binding(queue: eventsResultsQueue, exchange: resultsExchange, routingKey: "#"),
         ]
         for tier in retryTiers {
             queues.append(Queue(name: tier.queue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([

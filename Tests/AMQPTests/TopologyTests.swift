@@ -30,6 +30,27 @@ struct TopologyTests {
         #expect(retry.arguments["x-dead-letter-routing-key"] == .string(t.jobsRoutingKey))
     }
 
+    @Test func eventsConsumerHasItsOwnQuorumQueueBoundToEveryResult() throws {
+        let t = Topology(prefix: "p")
+        #expect(t.eventsResultsQueue == "p.events.results")
+        let queue = try #require(t.queues.first { $0.name == "p.events.results" })
+        #expect(queue.arguments["x-queue-type"] == "quorum")
+        #expect(t.bindings.contains { $0.queue == "p.events.results" && $0.exchange == "p.results" && $0.routingKey == "#" })
+        #expect(t.bindings.contains { $0.queue == "p.results" && $0.exchange == "p.results" && $0.routingKey == "#" })
+    }
+
+    @Test func aResultReachesBothTheResultsQueueAndTheEventsConsumersQueue() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let topology = Topology(prefix: broker.uniqueName("topo"))
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try topology.declare(on: client)
+        try client.publishConfirmed(exchange: topology.resultsExchange, routingKey: "shop.sent", body: Data("{}".utf8))
+        #expect(try client.messageCount(queue: topology.resultsQueue) == 1)
+        #expect(try client.messageCount(queue: topology.eventsResultsQueue) == 1)
+    }
+
     @Test func declaringTwiceIsIdempotentAndQueuesCarryTheirArguments() async throws {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()

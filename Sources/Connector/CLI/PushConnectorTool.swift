@@ -17,6 +17,8 @@ public enum PushConnectorTool {
         (["dlq", "export"], DlqExportCommand.self, "write dead-lettered messages to JSON Lines, losslessly"),
         (["dlq", "import"], DlqImportCommand.self, "publish an export file back into the DLQ"),
         (["dlq", "purge"], DlqPurgeCommand.self, "delete dead-lettered jobs (all or matching) with --yes"),
+        (["events"], EventsCommand.self, "serve POST /event and store sends and events in SQLite"),
+        (["stats"], StatsCommand.self, "print the funnel of a job, campaign or App ID"),
     ]
 
     static var overview: String {

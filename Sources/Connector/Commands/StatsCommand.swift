@@ -1,0 +1,51 @@
+import Foundation
+import PushCore
+
+/// `push-connector stats`: the funnel of a job, a campaign, an App ID, or everything.
+public struct StatsCommand: Command {
+    public static let spec = CommandSpec(
+        name: "stats", valueOptions: ["--db", "--job-id", "--campaign", "--app-id"], flags: ["--json"],
+        usage: """
+        usage: push-connector stats --db FILE [--job-id J | --campaign C | --app-id A] [--json]
+
+        Prints the funnel from the events database: recipients (results stored), sent, validated,
+        invalid tokens, rejected, expired, then received, opened, clicked, dismissed (distinct
+        messages with at least one such event) and their rates against sent. Dead-lettered jobs
+        produce no results, so the database cannot count them (shown as unknown / null).
+
+          --db FILE        the database written by `push-connector events`
+          --job-id J       only the sends of job J
+          --campaign C     only the sends of campaign C
+          --app-id A       only the sends of App ID A
+          --json           one JSON object instead of text
+        """)
+
+    let database: String
+    let scope: FunnelScope
+    let json: Bool
+
+    public init(_ arguments: ParsedArguments) throws(UsageError) {
+        database = try arguments.required("--db", in: "stats")
+        var scopes: [FunnelScope] = []
+        if let j = arguments.value("--job-id") { scopes.append(.job(j)) }
+        if let c = arguments.value("--campaign") { scopes.append(.campaign(c)) }
+        if let a = arguments.value("--app-id") { scopes.append(.app(a)) }
+        guard scopes.count <= 1 else { throw UsageError("stats: give at most one of --job-id, --campaign, --app-id") }
+        scope = scopes.first ?? .all
+        json = arguments.has("--json")
+    }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        guard FileManager.default.fileExists(atPath: database) else {
+            throw CommandFailure("stats: \(database): no such database", exitCode: 2)
+        }
+        let funnel: Funnel
+        do {
+            funnel = try FunnelQuery.run(path: database, scope: scope)
+        } catch {
+            throw CommandFailure("stats: \(error)")
+        }
+        context.console.out(json ? funnel.json(scope: scope).encodedString() : funnel.text(scope: scope))
+        return 0
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import PushCore
+
+/// Writes records to the `EventStore` on a thread of its own, in batched transactions: it
+/// takes what has queued up — at most `maxBatch`, waiting at most `maxDelay` after the first
+/// record for more — commits, and only then settles each record (acks its delivery). A failed
+/// transaction settles the batch as failed (the deliveries are requeued).
+public final class BatchWriter: @unchecked Sendable {
+    /// A record and how to settle its delivery once the transaction ended (true: committed).
+    public struct Pending: Sendable {
+        public var record: EventStore.Record
+        public var settle: @Sendable (Bool) -> Void
+
+        public init(record: EventStore.Record, settle: @escaping @Sendable (Bool) -> Void) {
+            self.record = record
+            self.settle = settle
+        }
+    }
+
+    private let store: EventStore
+    private let metrics: EventMetrics
+    private let logger: Logger
+    private let maxBatch: Int
+    private let maxDelay: TimeInterval
+    // Guarded by `condition`.
+    private let condition = NSCondition()
+    private var queue: [Pending] = []
+    private var busy = false
+    private var stopping = false
+    private var finished = false
+
+    public init(store: EventStore, metrics: EventMetrics, logger: Logger, maxBatch: Int = 500, maxDelay: Duration = .milliseconds(50)) {
+        self.store = store
+        self.metrics = metrics
+        self.logger = logger
+        self.maxBatch = max(1, maxBatch)
+        self.maxDelay = Double(maxDelay.components.seconds) + Double(maxDelay.components.attoseconds) / 1e18
+        let thread = Thread { [self] in loop() }
+        thread.name = "events-writer"
+        thread.start()
+    }
+
+    /// Queues a record; it is settled after its transaction.
+    public func submit(_ pending: Pending) {
+        condition.lock()
+        queue.append(pending)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Records queued or being written.
+    public var backlog: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return queue.count + (busy ? 1 : 0)
+    }
+
+    /// Writes what is queued, then ends the thread; waits for it.
+    public func stop() {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        while !finished { condition.wait() }
+        condition.unlock()
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopping { condition.wait() }
+            if queue.isEmpty && stopping {
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let deadline = Date(timeIntervalSinceNow: maxDelay)
+            while queue.count < maxBatch && !stopping && condition.wait(until: deadline) {}
+            let batch = Array(queue.prefix(maxBatch))
+            queue.removeFirst(batch.count)
+            busy = true
+            condition.unlock()
+
+            write(batch)
+
+            condition.lock()
+            busy = false
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    private func write(_ batch: [Pending]) {
+        do {
+            let summary = try store.store(batch.map(\.record))
+            metrics.transactions.add(1, ordering: .relaxed)
+            metrics.duplicates.add(summary.duplicates, ordering: .relaxed)
+            metrics.eventsStored.add(summary.eventsInserted, ordering: .relaxed)
+            metrics.sendsStored.add(summary.sendsInserted, ordering: .relaxed)
+            for p in batch { p.settle(true) }
+        } catch {
+            metrics.storeFailures.add(1, ordering: .relaxed)
+            logger.error("transaction failed; deliveries requeued", ["error": "\(error)", "records": "\(batch.count)"])
+            for p in batch { p.settle(false) }
+        }
+    }
+}

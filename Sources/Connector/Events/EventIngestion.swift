@@ -1,0 +1,127 @@
+import Foundation
+import PushCore
+
+/// The HTTP face of the events service: `POST /event`, `POST /events`, `GET /healthz`,
+/// `GET /metrics`. Validates every event (nothing is queued when any is invalid), checks the
+/// optional event key, publishes with confirms and only then answers 202 `{"accepted":N}`;
+/// 503 when the broker cannot confirm (the app retries; duplicates count once downstream).
+public struct EventIngestion: HTTPHandler {
+    /// At most this many events in one `POST /events`.
+    public static let maxBatch = 500
+    public static let keyHeader = "x-push-event-key"
+
+    let publisher: EventPublisher
+    let metrics: EventMetrics
+    /// Known App IDs (from `--config`); nil accepts any `app_id`.
+    let knownApps: Set<String>?
+    let keys: EventKeys?
+
+    public init(publisher: EventPublisher, metrics: EventMetrics, knownApps: Set<String>? = nil, keys: EventKeys? = nil) {
+        self.publisher = publisher
+        self.metrics = metrics
+        self.knownApps = knownApps
+        self.keys = keys
+    }
+
+    public func respond(to request: HTTPRequest) -> HTTPReply {
+        metrics.requests.add(1, ordering: .relaxed)
+        switch (request.method, request.path) {
+        case ("GET", "/healthz"), ("HEAD", "/healthz"):
+            return .now(HTTPResponse(status: 200, text: #"{"status":"ok"}"#))
+        case ("GET", "/metrics"):
+            return .now(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", text: metrics.prometheusText))
+        case ("POST", "/event"), ("POST", "/events"):
+            return ingest(request, batch: request.path == "/events")
+        case (_, "/event"), (_, "/events"), (_, "/healthz"), (_, "/metrics"):
+            return .now(Self.error(405, code: "METHOD_NOT_ALLOWED", field: "$", "\(request.method) is not allowed on \(request.path)"))
+        default:
+            return .now(Self.error(404, code: "NOT_FOUND", field: "$", "no such endpoint: \(request.path)"))
+        }
+    }
+
+    private func ingest(_ request: HTTPRequest, batch: Bool) -> HTTPReply {
+        if request.bodyTooLarge {
+            metrics.invalidRequests.add(1, ordering: .relaxed)
+            return .now(Self.error(413, code: "BODY_TOO_LARGE", field: "$", "the body is larger than the limit (1 MiB by default)"))
+        }
+        let events: [PushEvent]
+        switch Self.decode(request.body, batch: batch, knownApps: knownApps) {
+        case .failure(let issues):
+            metrics.invalidRequests.add(1, ordering: .relaxed)
+            return .now(Self.error(400, issues))
+        case .success(let decoded): events = decoded
+        }
+        if let keys {
+            let presented = request.headers[Self.keyHeader]
+            if let i = events.firstIndex(where: { !keys.allows(appID: $0.appID, presented: presented) }) {
+                metrics.unauthorized.add(1, ordering: .relaxed)
+                let field = batch ? "events[\(i)].app_id" : "app_id"
+                return .now(Self.error(401, code: "EVENT_KEY", field: field,
+                                       "the X-Push-Event-Key header does not open events of this app_id (or app_id is missing)"))
+            }
+        }
+        let bodies = events.map { Data($0.encoded().encodedBytes()) }
+        let publisher = self.publisher, metrics = self.metrics
+        return .later {
+            do {
+                try await publisher.publish(bodies)
+                metrics.accepted.add(bodies.count, ordering: .relaxed)
+                return HTTPResponse(status: 202, text: #"{"accepted":\#(bodies.count)}"#)
+            } catch {
+                metrics.unavailable.add(1, ordering: .relaxed)
+                return Self.error(503, code: "UNAVAILABLE", field: "$", "\(error); retry later")
+            }
+        }
+    }
+
+    /// Parses and validates a body: one event, or `{"events": [...]}` (1 … `maxBatch`).
+    static func decode(_ body: [UInt8], batch: Bool, knownApps: Set<String>?) -> Result<[PushEvent], ContractError> {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(body, maxDepth: 8)
+        } catch {
+            return .failure(ContractError(document: "event", issues: [ContractIssue(.notJSON, field: "$", error.description)]))
+        }
+        var items: [(JSONValue, String)] = [(json, "")]
+        if batch {
+            guard let array = json["events"]?.arrayValue else {
+                return .failure(ContractError(document: "events", issues: [ContractIssue(.missingField, field: "events", "must be an array of events")]))
+            }
+            guard (1...maxBatch).contains(array.count) else {
+                return .failure(ContractError(document: "events", issues: [ContractIssue(.invalidValue, field: "events",
+                                                                                          "must hold 1 to \(maxBatch) events, got \(array.count)")]))
+            }
+            items = array.enumerated().map { ($1, "events[\($0)]") }
+        }
+        var events: [PushEvent] = []
+        var issues: [ContractIssue] = []
+        for (value, path) in items {
+            do {
+                let event = try PushEvent.decode(value, path: path)
+                if let knownApps, let app = event.appID, !knownApps.contains(app) {
+                    issues.append(ContractIssue(IssueCode(rawValue: "UNKNOWN_APP"), field: path.isEmpty ? "app_id" : "\(path).app_id",
+                                                "no App ID \"\(app)\" in the configuration"))
+                }
+                events.append(event)
+            } catch {
+                issues += error.issues
+            }
+        }
+        return issues.isEmpty ? .success(events) : .failure(ContractError(document: batch ? "events" : "event", issues: issues))
+    }
+
+    static func error(_ status: Int, _ error: ContractError) -> HTTPResponse {
+        let first = error.issues.first ?? ContractIssue(.invalidValue, field: "$", "invalid")
+        let issues: [JSONValue] = error.issues.prefix(20).map {
+            .object(["field": .string($0.field), "code": .string($0.code.rawValue), "message": .string($0.message)])
+        }
+        return HTTPResponse(status: status, body: JSONValue.object(["error": .object([
+            "field": .string(first.field), "code": .string(first.code.rawValue), "message": .string(first.message),
+            "issues": .array(issues),
+        ])]).encodedBytes())
+    }
+
+    static func error(_ status: Int, code: String, field: String, _ message: String) -> HTTPResponse {
+        error(status, ContractError(document: "event", issues: [ContractIssue(IssueCode(rawValue: code), field: field, message)]))
+    }
+}

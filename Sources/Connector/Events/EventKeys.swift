@@ -1,0 +1,44 @@
+import Foundation
+import PushCore
+
+/// Per-App ID event keys (`--event-keys FILE`: `{"keys": {"<app_id>": "<key>"}}`), checked
+/// against the `X-Push-Event-Key` header in constant time. With keys configured, every event
+/// must name its `app_id`, that App ID must have a key, and the header must equal it.
+public struct EventKeys: Sendable {
+    private let keys: [String: [UInt8]]
+
+    public init(_ keys: [String: String]) {
+        self.keys = keys.mapValues { Array($0.utf8) }
+    }
+
+    /// Reads a keys file; the error names the file, never a key.
+    public static func load(_ path: String) throws(CommandFailure) -> EventKeys {
+        let bytes = try AppConfigurationFile.readFile(path, what: "event keys")
+        guard let json = try? JSONValue.parse(bytes), let object = json["keys"]?.objectValue else {
+            throw CommandFailure("\(path): must be a JSON object {\"keys\": {\"<app_id>\": \"<key>\"}}", exitCode: 2)
+        }
+        var keys: [String: String] = [:]
+        for (app, value) in object {
+            guard let key = value.stringValue, key.utf8.count >= 16 else {
+                throw CommandFailure("\(path): keys.\(app) must be a string of at least 16 bytes", exitCode: 2)
+            }
+            keys[app] = key
+        }
+        return EventKeys(keys)
+    }
+
+    /// True when the header `presented` opens events of `appID`.
+    public func allows(appID: String?, presented: String?) -> Bool {
+        guard let appID, let expected = keys[appID], let presented else { return false }
+        return Self.constantTimeEquals(expected, Array(presented.utf8))
+    }
+
+    /// Compares without an early exit, so timing does not reveal how much of a key matched.
+    static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+        for i in 0..<a.count {
+            difference |= a[i] ^ (i < b.count ? b[i] : 0)
+        }
+        return difference == 0
+    }
+}

@@ -1,0 +1,100 @@
+import AMQP
+import Foundation
+import Synchronization
+
+/// Publishes events to the events exchange with confirms over a few `ConfirmingPublisher`
+/// connections, connecting lazily and reconnecting after a failure. While the broker is
+/// unreachable it fails fast (one connection attempt per lane per `retryInterval`).
+public final class EventPublisher: Sendable {
+    private struct Lane {
+        var connecting: Task<ConfirmingPublisher, any Error>?
+        var lastFailure: ContinuousClock.Instant?
+    }
+
+    private let settings: AMQPSettings
+    private let exchange: String
+    private let retryInterval: Duration
+    private let lanes: Mutex<[Lane]>
+    private let laneCount: Int
+    private let next = Atomic<Int>(0)
+
+    public init(settings: AMQPSettings, exchange: String, connections: Int = 2, retryInterval: Duration = .milliseconds(500)) {
+        self.settings = settings
+        self.exchange = exchange
+        self.retryInterval = retryInterval
+        laneCount = max(1, connections)
+        lanes = Mutex(Array(repeating: Lane(), count: max(1, connections)))
+    }
+
+    /// Publishes every body and returns once the broker confirmed all of them; throws if any
+    /// was not confirmed (some may have been stored: consumers count duplicates once).
+    public func publish(_ bodies: [Data]) async throws {
+        let index = next.add(1, ordering: .relaxed).oldValue % laneCount
+        let connecting = try lanes.withLock { lanes throws(EventPublishError) -> Task<ConfirmingPublisher, any Error> in
+            if let task = lanes[index].connecting { return task }
+            if let failed = lanes[index].lastFailure, ContinuousClock.now - failed < retryInterval {
+                throw EventPublishError.brokerUnreachable
+            }
+            let settings = self.settings
+            let task = Task { try await ConfirmingPublisher.connect(settings: settings) }
+            lanes[index].connecting = task
+            return task
+        }
+        let publisher: ConfirmingPublisher
+        do {
+            publisher = try await connecting.value
+        } catch {
+            drop(index, connecting)
+            throw EventPublishError.brokerUnreachable
+        }
+        let properties = MessageProperties(contentType: "application/json", persistent: true)
+        do {
+            if bodies.count == 1 {
+                try await publisher.publish(exchange: exchange, routingKey: "", body: bodies[0], properties: properties)
+            } else {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for body in bodies {
+                        group.addTask { try await publisher.publish(exchange: self.exchange, routingKey: "", body: body, properties: properties) }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        } catch let error as AMQPError where error.code == .nacked {
+            throw EventPublishError.notConfirmed
+        } catch {
+            if drop(index, connecting) { Task { await publisher.close() } }
+            throw EventPublishError.brokerUnreachable
+        }
+    }
+
+    /// Forgets a lane's connection (if it is still `task`); true when this call dropped it.
+    @discardableResult
+    private func drop(_ index: Int, _ task: Task<ConfirmingPublisher, any Error>) -> Bool {
+        lanes.withLock { lanes in
+            guard let current = lanes[index].connecting, current == task else { return false }
+            lanes[index].connecting = nil
+            lanes[index].lastFailure = .now
+            return true
+        }
+    }
+
+    /// Closes every connection (waiting for outstanding confirms).
+    public func close() async {
+        let tasks = lanes.withLock { lanes in
+            defer { for i in lanes.indices { lanes[i].connecting = nil } }
+            return lanes.compactMap(\.connecting)
+        }
+        for task in tasks { await (try? task.value)?.close() }
+    }
+}
+
+/// Why events could not be acknowledged: the app should retry (503).
+public struct EventPublishError: Error, Sendable, CustomStringConvertible {
+    private enum Code: Sendable { case unreachable, nacked }
+    private let code: Code
+    public static let brokerUnreachable = EventPublishError(code: .unreachable)
+    public static let notConfirmed = EventPublishError(code: .nacked)
+    public var description: String {
+        code == .unreachable ? "the broker is unreachable" : "the broker did not confirm the events"
+    }
+}

@@ -1,0 +1,157 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// Consumes the events queue and the events consumer's results queue into the `BatchWriter`;
+/// each delivery is acked only after the transaction holding its record committed. A delivery
+/// that cannot be parsed is copied to the events DLQ with `push-error-code` /
+/// `push-error-message` headers (confirmed), then acked; consuming goes on.
+///
+/// Lost connections are reopened with exponential backoff; unacked deliveries come back and
+/// are counted once (the store is idempotent).
+public final class EventsConsumer: Sendable {
+    /// Tunables of the consumer.
+    public struct Configuration: Sendable {
+        public var settings: AMQPSettings
+        public var topology: Topology
+        /// Unacked deliveries per queue; keep it at least the batch size.
+        public var prefetch: UInt16 = 2000
+        public var reconnectBackoff: (initial: Duration, max: Duration) = (.milliseconds(200), .seconds(30))
+
+        public init(settings: AMQPSettings, topology: Topology) {
+            self.settings = settings
+            self.topology = topology
+        }
+    }
+
+    public let configuration: Configuration
+    private let writer: BatchWriter
+    private let metrics: EventMetrics
+    private let logger: Logger
+
+    public init(configuration: Configuration, writer: BatchWriter, metrics: EventMetrics, logger: Logger) {
+        self.configuration = configuration
+        self.writer = writer
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// Consumes until `shutdown`; then lets the writer commit what it holds and acks it.
+    public func run(until shutdown: ShutdownSignal) async {
+        var backoff = configuration.reconnectBackoff.initial
+        while !shutdown.isTriggered {
+            do {
+                try await consumeOnce(shutdown: shutdown)
+                backoff = configuration.reconnectBackoff.initial
+            } catch {
+                if shutdown.isTriggered { break }
+                logger.warning("events consumer lost its broker, reconnecting", ["error": "\(error)", "in": "\(backoff)"])
+                let delay = backoff
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { try? await Task.sleep(for: delay) }
+                    group.addTask { await shutdown.wait() }
+                    await group.next()
+                    group.cancelAll()
+                }
+                backoff = min(backoff * 2, configuration.reconnectBackoff.max)
+            }
+        }
+    }
+
+    private func consumeOnce(shutdown: ShutdownSignal) async throws {
+        let t = configuration.topology
+        let publisher = try await ConfirmingPublisher.connect(settings: configuration.settings)
+        var started: [AMQPConsumer] = []
+        do {
+            started.append(try await AMQPConsumer.start(settings: configuration.settings, queue: t.eventsQueue, prefetch: configuration.prefetch))
+            started.append(try await AMQPConsumer.start(settings: configuration.settings, queue: t.eventsResultsQueue,
+                                                        prefetch: configuration.prefetch))
+        } catch {
+            for c in started { await c.close() }
+            await publisher.close()
+            throw error
+        }
+        let consumers = started
+        logger.info("consuming", ["events": t.eventsQueue, "results": t.eventsResultsQueue, "broker": configuration.settings.redactedURL])
+        let watcher = Task {
+            await shutdown.wait()
+            for c in consumers { c.cancel() }
+        }
+        defer { watcher.cancel() }
+        let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
+            group.addTask { await self.drain(consumers[0], isEvents: true, publisher: publisher) }
+            group.addTask { await self.drain(consumers[1], isEvents: false, publisher: publisher) }
+            var first: (any Error)?
+            for await error in group where first == nil && error != nil {
+                first = error
+                for c in consumers { c.cancel() }
+            }
+            return first
+        }
+        // Let the writer commit what it holds, so those deliveries are acked before closing.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while writer.backlog > 0 && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        for c in consumers { await c.close() }
+        await publisher.close()
+        if let failure { throw failure }
+    }
+
+    /// Feeds one queue's deliveries to the writer; returns the error that ended the stream.
+    private func drain(_ consumer: AMQPConsumer, isEvents: Bool, publisher: ConfirmingPublisher) async -> (any Error)? {
+        do {
+            for try await delivery in consumer.deliveries {
+                let tag = delivery.deliveryTag
+                switch Self.record(from: delivery.body, isEvents: isEvents) {
+                case .record(let record):
+                    writer.submit(BatchWriter.Pending(record: record) { committed in
+                        if committed { consumer.ack(tag) } else { consumer.nack(tag, requeue: true) }
+                    })
+                case .invalid(let reason):
+                    await deadLetter(delivery, reason: reason, isEvents: isEvents, consumer: consumer, publisher: publisher)
+                }
+            }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    private func deadLetter(_ delivery: Delivery, reason: String, isEvents: Bool, consumer: AMQPConsumer,
+                            publisher: ConfirmingPublisher) async {
+        var properties = delivery.properties
+        properties.headers[DeadLetterHeader.code] = .string(isEvents ? "INVALID_EVENT" : "INVALID_RESULT")
+        properties.headers[DeadLetterHeader.message] = .string(String(reason.prefix(1000)))
+        properties.headers["push-source-queue"] = .string(consumer.queue)
+        properties.persistent = true
+        do {
+            try await publisher.publish(exchange: "", routingKey: configuration.topology.eventsDeadLetterQueue, body: delivery.body,
+                                        properties: properties)
+            consumer.ack(delivery.deliveryTag)
+            metrics.deadLettered.add(1, ordering: .relaxed)
+            logger.warning("unparseable delivery moved to the events DLQ", ["queue": consumer.queue, "reason": reason])
+        } catch {
+            consumer.nack(delivery.deliveryTag, requeue: true)
+            consumer.cancel()
+        }
+    }
+
+    /// The record a delivery body holds, or why it holds none.
+    enum Parsed: Sendable {
+        case record(EventStore.Record)
+        case invalid(String)
+    }
+
+    static func record(from body: Data, isEvents: Bool) -> Parsed {
+        let json: JSONValue
+        do {
+            json = try JSONValue.parse(body)
+        } catch {
+            return .invalid(error.description)
+        }
+        do {
+            return isEvents ? .record(.event(try PushEvent.decode(json))) : .record(.send(try SendResult.decode(json)))
+        } catch {
+            return .invalid(error.description)
+        }
+    }
+}

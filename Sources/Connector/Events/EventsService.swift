@@ -1,0 +1,83 @@
+import AMQP
+import Foundation
+import PushCore
+
+/// `push-connector events` as a library: the ingestion endpoint (optional) and the consumer
+/// into SQLite (optional), sharing one set of metrics.
+public final class EventsService: Sendable {
+    /// What to run and how.
+    public struct Configuration: Sendable {
+        public var settings: AMQPSettings
+        public var topology: Topology
+        /// nil: no HTTP endpoint (`--no-http`).
+        public var http: MicroHTTPServer.Configuration?
+        /// nil: no consumer (`--no-consume`).
+        public var databasePath: String?
+        public var knownApps: Set<String>?
+        public var keys: EventKeys?
+        public var publisherConnections = 2
+        public var batchSize = 500
+        public var batchDelay: Duration = .milliseconds(50)
+        public var prefetch: UInt16 = 2000
+
+        public init(settings: AMQPSettings, topology: Topology) {
+            self.settings = settings
+            self.topology = topology
+        }
+    }
+
+    public let metrics = EventMetrics()
+    public let configuration: Configuration
+    private let logger: Logger
+    private let server: MicroHTTPServer?
+    private let publisher: EventPublisher?
+    private let writer: BatchWriter?
+    private let consumer: EventsConsumer?
+
+    /// Opens the database and binds the HTTP port (so that failures surface before `run`).
+    public init(configuration: Configuration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        if let path = configuration.databasePath {
+            let writer = BatchWriter(store: try EventStore(path: path), metrics: metrics, logger: logger,
+                                     maxBatch: configuration.batchSize, maxDelay: configuration.batchDelay)
+            var c = EventsConsumer.Configuration(settings: configuration.settings, topology: configuration.topology)
+            c.prefetch = configuration.prefetch
+            self.writer = writer
+            consumer = EventsConsumer(configuration: c, writer: writer, metrics: metrics, logger: logger.child("consumer"))
+        } else {
+            writer = nil
+            consumer = nil
+        }
+        if var http = configuration.http {
+            http.capturedHeaders.append(EventIngestion.keyHeader)
+            let publisher = EventPublisher(settings: configuration.settings, exchange: configuration.topology.eventsExchange,
+                                           connections: configuration.publisherConnections)
+            self.publisher = publisher
+            let handler = EventIngestion(publisher: publisher, metrics: metrics, knownApps: configuration.knownApps, keys: configuration.keys)
+            server = try MicroHTTPServer(configuration: http, handler: handler)
+        } else {
+            publisher = nil
+            server = nil
+        }
+    }
+
+    /// The HTTP port (nil without HTTP).
+    public var httpPort: Int? { server?.port }
+
+    /// Serves and consumes until `shutdown`; then stops the endpoint (answering what is in
+    /// flight), stops consuming, commits and acks what is held, and closes.
+    public func run(until shutdown: ShutdownSignal) async {
+        if let port = server?.port { logger.info("listening", ["http": "\(configuration.http?.host ?? ""):\(port)"]) }
+        if let consumer {
+            await consumer.run(until: shutdown)
+        } else {
+            await shutdown.wait()
+        }
+        await server?.stop()
+        await publisher?.close()
+        writer?.stop()
+        logger.info("events service stopped", ["accepted": "\(metrics.accepted.load(ordering: .relaxed))",
+                                               "stored": "\(metrics.eventsStored.load(ordering: .relaxed))"])
+    }
+}

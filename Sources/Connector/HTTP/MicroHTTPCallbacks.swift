@@ -1,0 +1,102 @@
+import CMicroHTTPD
+import Foundation
+import Synchronization
+
+/// What the C callbacks reach through MHD's `cls` pointer.
+final class ServerContext: Sendable {
+    let handler: any HTTPHandler
+    let maxBodyBytes: Int
+    let capturedHeaders: [String]
+    /// Connections suspended right now (awaiting a handler's asynchronous work).
+    let suspended = Atomic<Int>(0)
+
+    init(handler: any HTTPHandler, configuration: MicroHTTPServer.Configuration) {
+        self.handler = handler
+        maxBodyBytes = configuration.maxBodyBytes
+        capturedHeaders = configuration.capturedHeaders.map { $0.lowercased() }
+    }
+}
+
+/// One request in progress, reached through MHD's per-connection `con_cls` pointer. The body is
+/// only touched on the connection's server thread; the response may be set from a task.
+final class RequestState: @unchecked Sendable {
+    var request: HTTPRequest
+    var started = false
+    let response = Mutex<HTTPResponse?>(nil)
+
+    init(request: HTTPRequest) { self.request = request }
+}
+
+/// A connection pointer carried to the task that resumes it.
+struct ConnectionHandle: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
+let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+    guard let cls, let connection, let conCls, let uploadDataSize else { return .NO }
+    let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    guard let stateRaw = conCls.pointee else {
+        // First call: headers are in. Capture what the handler needs.
+        var path = url.map { String(cString: $0) } ?? "/"
+        if let q = path.firstIndex(of: "?") { path = String(path[..<q]) }
+        var headers: [String: String] = [:]
+        for name in server.capturedHeaders {
+            if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name) { headers[name] = String(cString: value) }
+        }
+        let state = RequestState(request: HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: path, headers: headers))
+        conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+        return .YES
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(stateRaw).takeUnretainedValue()
+    if uploadDataSize.pointee > 0 {
+        let count = uploadDataSize.pointee
+        if !state.request.bodyTooLarge, let uploadData {
+            if state.request.body.count + count > server.maxBodyBytes {
+                state.request.bodyTooLarge = true
+                state.request.body = []
+            } else {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
+                    state.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+                }
+            }
+        }
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+    if let response = state.response.withLock({ $0 }) { return queue(response, on: connection) }
+    if state.started { return .YES }  // resumed spuriously: keep waiting
+    state.started = true
+    switch server.handler.respond(to: state.request) {
+    case .now(let response):
+        return queue(response, on: connection)
+    case .later(let work):
+        MHD_suspend_connection(connection)
+        server.suspended.add(1, ordering: .relaxed)
+        let handle = ConnectionHandle(raw: connection)
+        Task {
+            let response = await work()
+            state.response.withLock { $0 = response }
+            MHD_resume_connection(handle.raw)
+            server.suspended.subtract(1, ordering: .releasing)
+        }
+        return .YES
+    }
+}
+
+let requestCompleted: MHD_RequestCompletedCallback = { _, _, conCls, _ in
+    guard let conCls, let raw = conCls.pointee else { return }
+    Unmanaged<RequestState>.fromOpaque(raw).release()
+    conCls.pointee = nil
+}
+
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    var body = response.body
+    let made = body.withUnsafeMutableBytes { buffer in
+        MHD_create_response_from_buffer(buffer.count, buffer.baseAddress, .RESPMEM_MUST_COPY)
+    }
+    guard let made else { return .NO }
+    _ = MHD_add_response_header(made, "Content-Type", response.contentType)
+    let result = MHD_queue_response(connection, UInt32(response.status), made)
+    MHD_destroy_response(made)
+    return result
+}

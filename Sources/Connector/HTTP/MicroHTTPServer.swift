@@ -1,0 +1,88 @@
+import CMicroHTTPD
+import Foundation
+import Glibc
+import Synchronization
+
+/// An embedded HTTP/1.1 server on libmicrohttpd (Debian's 0.9.75): epoll, internal thread pool,
+/// connections suspended (MHD_suspend_connection) while a handler awaits asynchronous work such
+/// as a broker confirm, and resumed when the response is ready — a server thread never waits.
+///
+/// Bodies above `maxBodyBytes` are read and discarded; the handler sees `bodyTooLarge`.
+public final class MicroHTTPServer: Sendable {
+    /// Tunables of the server.
+    public struct Configuration: Sendable {
+        public var host: String = "127.0.0.1"
+        public var port: Int = 8080
+        /// Server threads (each runs its own epoll loop).
+        public var threads: Int = 2
+        public var connectionLimit: Int = 4096
+        public var idleTimeoutSeconds: Int = 30
+        public var maxBodyBytes: Int = 1 << 20
+        /// Header names (any case) copied into `HTTPRequest.headers` (lower-cased).
+        public var capturedHeaders: [String] = []
+
+        public init() {}
+    }
+
+    /// The port the server listens on (the real one when 0 was asked).
+    public let port: Int
+    private nonisolated(unsafe) let daemon: OpaquePointer
+    private let context: Unmanaged<ServerContext>
+    private let stopped = Atomic<Bool>(false)
+
+    /// Binds and starts serving; throws when the address cannot be bound.
+    public init(configuration: Configuration, handler: any HTTPHandler) throws(HTTPServerError) {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
+        guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else {
+            throw .badAddress(configuration.host)
+        }
+        let context = Unmanaged.passRetained(ServerContext(handler: handler, configuration: configuration))
+        let flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue)
+        let started = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
+                pc_mhd_start_daemon(flags, UInt16(configuration.port), sockaddrPointer, UInt32(max(1, configuration.threads)),
+                                    UInt32(configuration.connectionLimit), UInt32(configuration.idleTimeoutSeconds),
+                                    accessHandler, context.toOpaque(), requestCompleted, nil)
+            }
+        }
+        guard let started else {
+            context.release()
+            throw .cannotStart("\(configuration.host):\(configuration.port)")
+        }
+        daemon = started
+        self.context = context
+        port = Int(pc_mhd_bound_port(started))
+    }
+
+    /// Stops accepting, waits up to `deadline` for suspended requests to be answered, then
+    /// stops the daemon. Idempotent.
+    public func stop(deadline: Duration = .seconds(10)) async {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        _ = MHD_quiesce_daemon(daemon)
+        let until = ContinuousClock.now + deadline
+        while context.takeUnretainedValue().suspended.load(ordering: .acquiring) > 0 && ContinuousClock.now < until {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        MHD_stop_daemon(daemon)
+        context.release()
+    }
+}
+
+/// A failure to start the HTTP server.
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    private enum Code: Sendable { case badAddress, cannotStart }
+    private let code: Code
+    public let description: String
+
+    private init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+
+    static func badAddress(_ host: String) -> HTTPServerError { HTTPServerError(.badAddress, "not an IPv4 address: \(host)") }
+    static func cannotStart(_ address: String) -> HTTPServerError {
+        HTTPServerError(.cannotStart, "cannot listen on \(address) (address in use or not permitted)")
+    }
+}

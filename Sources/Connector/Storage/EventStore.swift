@@ -1,0 +1,116 @@
+import Foundation
+import PushCore
+
+/// The events database: one row per send result (`sends`) and one per distinct event
+/// (`events`), linked by `mn_message_id` at query time — so an event stored before its send is
+/// linked as soon as the send arrives.
+///
+/// Idempotent under redelivery: a send is keyed on (`job_id`, `mn_message_id`); an event on its
+/// `event_key` (see `EventStore.key(of:)`). Writing the same record twice changes nothing.
+/// Every `store` call is one transaction (`BEGIN IMMEDIATE` … `COMMIT`): all or nothing.
+public final class EventStore: @unchecked Sendable {
+    /// A record to store.
+    public enum Record: Sendable {
+        case send(SendResult)
+        case event(PushEvent)
+    }
+
+    /// What one `store` call did.
+    public struct WriteSummary: Sendable, Equatable {
+        public var eventsInserted = 0
+        public var sendsInserted = 0
+        public var inserted: Int { eventsInserted + sendsInserted }
+        /// Records already present (redeliveries, resent events).
+        public var duplicates = 0
+    }
+
+    static let schema = """
+    CREATE TABLE IF NOT EXISTS sends(
+      job_id TEXT NOT NULL, mn_message_id TEXT NOT NULL, app_id TEXT NOT NULL, campaign TEXT,
+      outcome TEXT NOT NULL, error_code TEXT, attempts INTEGER NOT NULL, completed_at TEXT NOT NULL,
+      PRIMARY KEY (job_id, mn_message_id)) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS sends_by_message ON sends(mn_message_id);
+    CREATE INDEX IF NOT EXISTS sends_by_campaign ON sends(campaign);
+    CREATE INDEX IF NOT EXISTS sends_by_app ON sends(app_id);
+    CREATE TABLE IF NOT EXISTS events(
+      event_key TEXT NOT NULL PRIMARY KEY, mn_message_id TEXT NOT NULL, event_type TEXT NOT NULL,
+      app_id TEXT, occurred_at TEXT, event_id TEXT, stored_at TEXT NOT NULL) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS events_by_message ON events(mn_message_id, event_type);
+    """
+
+    private let database: SQLiteDatabase
+    private let insertSend: SQLiteStatement
+    private let insertEvent: SQLiteStatement
+    private let begin: SQLiteStatement
+    private let commit: SQLiteStatement
+    private let rollback: SQLiteStatement
+
+    /// Opens or creates the database at `path` and its schema.
+    public init(path: String) throws(SQLiteError) {
+        database = try SQLiteDatabase(path: path)
+        try database.execute(Self.schema)
+        insertSend = try database.prepare("""
+            INSERT OR IGNORE INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            """)
+        insertEvent = try database.prepare("""
+            INSERT OR IGNORE INTO events(event_key, mn_message_id, event_type, app_id, occurred_at, event_id, stored_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            """)
+        begin = try database.prepare("BEGIN IMMEDIATE")
+        commit = try database.prepare("COMMIT")
+        rollback = try database.prepare("ROLLBACK")
+    }
+
+    /// The key an event counts once under: `id:<app_id>:<event_id>` when the app gave an
+    /// `event_id`, else `at:<mn_message_id>:<event_type>:<occurred_at>` (`occurred_at` empty
+    /// when absent — then one event of each type per message).
+    public static func key(of event: PushEvent) -> String {
+        if let id = event.eventID { return "id:\(event.appID ?? ""):\(id)" }
+        return "at:\(event.mnMessageID):\(event.eventType.rawValue):\(event.occurredAt?.description ?? "")"
+    }
+
+    /// Stores `records` in one transaction; on failure nothing of it is stored.
+    @discardableResult
+    public func store(_ records: [Record], now: Timestamp = Timestamp(secondsSince1970: Date().timeIntervalSince1970)) throws(SQLiteError) -> WriteSummary {
+        var summary = WriteSummary()
+        try begin.run()
+        do {
+            for record in records {
+                switch record {
+                case .send(let r):
+                    try insertSend.bind(1, r.jobID)
+                    try insertSend.bind(2, r.mnMessageID)
+                    try insertSend.bind(3, r.appID)
+                    try insertSend.bind(4, r.campaign)
+                    try insertSend.bind(5, r.outcome.rawValue)
+                    try insertSend.bind(6, r.error?.code)
+                    try insertSend.bind(7, Int64(r.attempts))
+                    try insertSend.bind(8, r.completedAt.description)
+                    try insertSend.run()
+                case .event(let e):
+                    try insertEvent.bind(1, Self.key(of: e))
+                    try insertEvent.bind(2, e.mnMessageID)
+                    try insertEvent.bind(3, e.eventType.rawValue)
+                    try insertEvent.bind(4, e.appID)
+                    try insertEvent.bind(5, e.occurredAt?.description)
+                    try insertEvent.bind(6, e.eventID)
+                    try insertEvent.bind(7, now.description)
+                    try insertEvent.run()
+                }
+                if database.changes == 0 {
+                    summary.duplicates += 1
+                } else if case .event = record {
+                    summary.eventsInserted += 1
+                } else {
+                    summary.sendsInserted += 1
+                }
+            }
+            try commit.run()
+        } catch {
+            try? rollback.run()
+            throw error
+        }
+        return summary
+    }
+}

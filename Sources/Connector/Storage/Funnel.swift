@@ -1,0 +1,88 @@
+import PushCore
+
+/// Which sends a funnel covers.
+public enum FunnelScope: Sendable, Equatable {
+    case all
+    case job(String)
+    case campaign(String)
+    case app(String)
+}
+
+/// The funnel of a set of sends: what happened to the messages, then what users did with them.
+/// Event counts are distinct messages (a message opened twice counts once in `opened`).
+public struct Funnel: Sendable, Equatable {
+    /// Results stored (one per recipient / target).
+    public var recipients = 0
+    public var sent = 0
+    public var validated = 0
+    public var invalidTokens = 0
+    public var rejected = 0
+    public var expired = 0
+    public var received = 0
+    public var opened = 0
+    public var clicked = 0
+    public var dismissed = 0
+    /// Event rows linked to these sends (every distinct event, not distinct messages).
+    public var events = 0
+    /// Events whose send is not (yet) known; only counted for scope `.all`.
+    public var unlinkedEvents = 0
+
+    public init() {}
+
+    /// `part / sent`, nil when nothing was sent.
+    public func rate(_ part: Int) -> Double? { sent == 0 ? nil : Double(part) / Double(sent) }
+
+    /// The funnel as JSON (`dead_lettered` is null: dead-lettered jobs never produce results,
+    /// so the events database cannot know them — read `<prefix>.jobs.dlq`).
+    public func json(scope: FunnelScope) -> JSONValue {
+        func rate(_ part: Int) -> JSONValue { self.rate(part).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null }
+        var scopeJSON: JSONValue = .string("all")
+        switch scope {
+        case .all: break
+        case .job(let j): scopeJSON = .object(["job_id": .string(j)])
+        case .campaign(let c): scopeJSON = .object(["campaign": .string(c)])
+        case .app(let a): scopeJSON = .object(["app_id": .string(a)])
+        }
+        return .object([
+            "scope": scopeJSON,
+            "recipients": .int(Int64(recipients)), "sent": .int(Int64(sent)), "validated": .int(Int64(validated)),
+            "invalid_tokens": .int(Int64(invalidTokens)), "rejected": .int(Int64(rejected)), "expired": .int(Int64(expired)),
+            "dead_lettered": .null,
+            "received": .int(Int64(received)), "opened": .int(Int64(opened)), "clicked": .int(Int64(clicked)),
+            "dismissed": .int(Int64(dismissed)), "events": .int(Int64(events)), "unlinked_events": .int(Int64(unlinkedEvents)),
+            "rates": .object(["delivered": recipients == 0 ? .null : .double((Double(sent) / Double(recipients) * 10_000).rounded() / 10_000),
+                              "received": rate(received), "opened": rate(opened), "clicked": rate(clicked), "dismissed": rate(dismissed)]),
+        ])
+    }
+
+    /// Human-readable lines for `push-connector stats`.
+    public func text(scope: FunnelScope) -> String {
+        func pct(_ part: Int) -> String {
+            guard let r = rate(part) else { return "" }
+            return String(format: "  (%.1f %% of sent)", r * 100)
+        }
+        var lines: [String] = []
+        switch scope {
+        case .all: lines.append("scope            all")
+        case .job(let j): lines.append("scope            job_id \(j)")
+        case .campaign(let c): lines.append("scope            campaign \(c)")
+        case .app(let a): lines.append("scope            app_id \(a)")
+        }
+        lines += [
+            "recipients       \(recipients)",
+            "sent             \(sent)",
+            "validated        \(validated)",
+            "invalid tokens   \(invalidTokens)",
+            "rejected         \(rejected)",
+            "expired          \(expired)",
+            "dead-lettered    unknown (dead-lettered jobs produce no results; see the jobs DLQ)",
+            "received         \(received)" + pct(received),
+            "opened           \(opened)" + pct(opened),
+            "clicked          \(clicked)" + pct(clicked),
+            "dismissed        \(dismissed)" + pct(dismissed),
+            "events           \(events)",
+        ]
+        if scope == .all { lines.append("unlinked events  \(unlinkedEvents)  (no send result stored for their mn_message_id yet)") }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,50 @@
+/// Reads a `Funnel` from the events database (read-only connection; safe alongside the writer
+/// thanks to WAL).
+public enum FunnelQuery {
+    public static func run(path: String, scope: FunnelScope) throws(SQLiteError) -> Funnel {
+        let database = try SQLiteDatabase(path: path, readOnly: true)
+        let filter: String
+        let value: String?
+        switch scope {
+        case .all: (filter, value) = ("1 = 1", nil)
+        case .job(let j): (filter, value) = ("job_id = ?1", j)
+        case .campaign(let c): (filter, value) = ("campaign = ?1", c)
+        case .app(let a): (filter, value) = ("app_id = ?1", a)
+        }
+        var funnel = Funnel()
+        let sends = try database.prepare("""
+            SELECT count(*), total(outcome = 'sent'), total(outcome = 'validated'), total(outcome = 'invalid_token'),
+                   total(outcome = 'rejected'), total(outcome = 'expired') FROM sends WHERE \(filter)
+            """)
+        if let value { try sends.bind(1, value) }
+        if try sends.step() {
+            funnel.recipients = Int(sends.int(0))
+            funnel.sent = Int(sends.int(1))
+            funnel.validated = Int(sends.int(2))
+            funnel.invalidTokens = Int(sends.int(3))
+            funnel.rejected = Int(sends.int(4))
+            funnel.expired = Int(sends.int(5))
+        }
+        let events = try database.prepare("""
+            SELECT event_type, count(DISTINCT mn_message_id), count(*) FROM events
+            WHERE mn_message_id IN (SELECT mn_message_id FROM sends WHERE \(filter)) GROUP BY event_type
+            """)
+        if let value { try events.bind(1, value) }
+        while try events.step() {
+            let distinct = Int(events.int(1))
+            funnel.events += Int(events.int(2))
+            switch events.text(0) {
+            case "receive": funnel.received = distinct
+            case "open": funnel.opened = distinct
+            case "click": funnel.clicked = distinct
+            case "dismiss": funnel.dismissed = distinct
+            default: break
+            }
+        }
+        if scope == .all {
+            let unlinked = try database.prepare("SELECT count(*) FROM events WHERE mn_message_id NOT IN (SELECT mn_message_id FROM sends)")
+            if try unlinked.step() { funnel.unlinkedEvents = Int(unlinked.int(0)) }
+        }
+        return funnel
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import PushCore
+import Testing
+@testable import Connector
+
+/// The SQLite event store and the funnel query, on a real database file.
+@Suite struct EventsStoreTests {
+    static func result(_ job: String, _ id: String, _ outcome: SendOutcome, campaign: String? = "C1", app: String = "shop-android") -> SendResult {
+        SendResult(jobID: job, appID: app, mnMessageID: id, campaign: campaign, target: ("token", "t-\(id)"), outcome: outcome,
+                   attempts: 1, completedAt: Timestamp(secondsSince1970: 1_800_000_000))
+    }
+
+    static func event(_ type: PushEventType, _ id: String, at: Double? = nil, eventID: String? = nil) -> PushEvent {
+        PushEvent(eventType: type, mnMessageID: id, appID: "shop-android", occurredAt: at.map(Timestamp.init(secondsSince1970:)), eventID: eventID)
+    }
+
+    @Test func theSameEventTwiceCountsOnceAcrossTransactions() throws {
+        let path = try temporaryDirectory() + "/events.db"
+        let store = try EventStore(path: path)
+        let click = Self.event(.click, "mnid2m.1.1.1.1.1", at: 1_800_000_100)
+        let first = try store.store([.send(Self.result("j", "mnid2m.1.1.1.1.1", .sent)), .event(click), .event(click)])
+        #expect(first == EventStore.WriteSummary(eventsInserted: 1, sendsInserted: 1, duplicates: 1))
+        let again = try store.store([.send(Self.result("j", "mnid2m.1.1.1.1.1", .sent)), .event(click)])
+        #expect(again.inserted == 0 && again.duplicates == 2)
+        let funnel = try FunnelQuery.run(path: path, scope: .job("j"))
+        #expect(funnel.clicked == 1 && funnel.events == 1 && funnel.recipients == 1)
+    }
+
+    @Test func eventsAreKeyedOnEventIDElseOnMessageTypeAndTime() throws {
+        let id = "mnid2m.2.2.2.2.2"
+        #expect(EventStore.key(of: Self.event(.open, id, at: 1, eventID: "e-1")) == "id:shop-android:e-1")
+        #expect(EventStore.key(of: Self.event(.open, id, at: 1)) != EventStore.key(of: Self.event(.open, id, at: 2)))
+        #expect(EventStore.key(of: Self.event(.open, id)) == EventStore.key(of: Self.event(.open, id)))
+        #expect(EventStore.key(of: Self.event(.open, id)) != EventStore.key(of: Self.event(.click, id)))
+        // Two opens of one message at different times are two events but one opened message.
+        let path = try temporaryDirectory() + "/events.db"
+        let store = try EventStore(path: path)
+        try store.store([.send(Self.result("j", id, .sent)), .event(Self.event(.open, id, at: 1)), .event(Self.event(.open, id, at: 2))])
+        let funnel = try FunnelQuery.run(path: path, scope: .all)
+        #expect(funnel.opened == 1 && funnel.events == 2)
+    }
+
+    @Test func anEventStoredBeforeItsSendIsLinkedWhenTheSendArrives() throws {
+        let path = try temporaryDirectory() + "/events.db"
+        let store = try EventStore(path: path)
+        try store.store([.event(Self.event(.receive, "mnid2m.3.3.3.3.3", at: 5))])
+        var funnel = try FunnelQuery.run(path: path, scope: .all)
+        #expect(funnel.received == 0 && funnel.unlinkedEvents == 1)
+        try store.store([.send(Self.result("late", "mnid2m.3.3.3.3.3", .sent))])
+        funnel = try FunnelQuery.run(path: path, scope: .job("late"))
+        #expect(funnel.received == 1 && funnel.sent == 1)
+        #expect(try FunnelQuery.run(path: path, scope: .all).unlinkedEvents == 0)
+    }
+
+    @Test func funnelCountsOutcomesAndRatesPerScope() throws {
+        let path = try temporaryDirectory() + "/events.db"
+        let store = try EventStore(path: path)
+        try store.store([
+            .send(Self.result("a", "mnid2m.1.0.0.0.1", .sent)), .send(Self.result("a", "mnid2m.1.0.0.0.2", .sent)),
+            .send(Self.result("a", "mnid2m.1.0.0.0.3", .invalidToken)), .send(Self.result("a", "mnid2m.1.0.0.0.4", .rejected)),
+            .send(Self.result("b", "mnid2m.1.0.0.0.5", .expired, campaign: "C2", app: "other")),
+            .event(Self.event(.open, "mnid2m.1.0.0.0.1")), .event(Self.event(.click, "mnid2m.1.0.0.0.1")),
+            .event(Self.event(.dismiss, "mnid2m.1.0.0.0.2")),
+        ])
+        let a = try FunnelQuery.run(path: path, scope: .campaign("C1"))
+        #expect(a.recipients == 4 && a.sent == 2 && a.invalidTokens == 1 && a.rejected == 1 && a.expired == 0)
+        #expect(a.opened == 1 && a.clicked == 1 && a.dismissed == 1 && a.rate(a.opened) == 0.5)
+        let b = try FunnelQuery.run(path: path, scope: .app("other"))
+        #expect(b.recipients == 1 && b.expired == 1 && b.rate(b.opened) == nil)
+        let json = a.json(scope: .campaign("C1"))
+        #expect(json["dead_lettered"] == .null)
+        #expect(json["rates"]?["opened"] == .double(0.5))
+    }
+
+    @Test func eventKeysCompareWholeKeysOnly() {
+        let keys = EventKeys(["shop-android": "0123456789abcdef"])
+        #expect(keys.allows(appID: "shop-android", presented: "0123456789abcdef"))
+        #expect(!keys.allows(appID: "shop-android", presented: "0123456789abcde"))
+        #expect(!keys.allows(appID: "shop-android", presented: "0123456789abcdefX"))
+        #expect(!keys.allows(appID: "shop-android", presented: nil))
+        #expect(!keys.allows(appID: "other", presented: "0123456789abcdef"))
+        #expect(!keys.allows(appID: nil, presented: "0123456789abcdef"))
+    }
+
+    @Test func statsAndEventsRefuseBadArgumentsWithExitCode2() async throws {
+        #expect(await runCLI(["stats"]).0 == 2)
+        #expect(await runCLI(["stats", "--db", "/nonexistent/events.db"]).0 == 2)
+        let path = try temporaryDirectory() + "/events.db"
+        _ = try EventStore(path: path)
+        let (code, _, err) = await runCLI(["stats", "--db", path, "--job-id", "j", "--campaign", "c"])
+        #expect(code == 2 && err.contains("at most one"))
+        #expect(await runCLI(["stats", "--db", path]).0 == 0)
+        #expect(await runCLI(["events", "--no-http", "--no-consume"]).0 == 2)
+        #expect(await runCLI(["events", "--db", path]).0 == 2)  // --http missing
+        #expect(await runCLI(["events", "--http", "127.0.0.1:x", "--no-consume"]).0 == 2)
+    }
+}

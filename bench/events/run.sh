@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Events ingestion benchmark: POST /event (and POST /events batches) → published with confirms
+# → consumed → committed to SQLite, with `push-connector events` (release build) and a RabbitMQ
+# node on this machine (scripts/test-broker.sh). Load generator: wrk (Debian package `wrk`)
+# with Lua scripts that make every event distinct. Baseline in the same run: GET /healthz
+# through the same server (no broker, no database), for a ratio.
+# Usage: bench/events/run.sh [seconds per phase, default 10] [connections, default 64]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+SECONDS_PER_PHASE=${1:-10}
+CONNECTIONS=${2:-64}
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install wrk" >&2; exit 1; }
+[ -n "${SKIP_BUILD:-}" ] || flock /tmp/swift-build.lock swift build -c release --product push-connector >/dev/null
+BIN=.build/release
+WORK=$(mktemp -d)
+EVENTS_PID=
+BROKER_DIR=/tmp/pc-events-bench-broker.$$  # the rabbitmq user must reach it (not under mktemp's 0700 folder)
+OWN_BROKER=
+cleanup() {
+  [ -n "$EVENTS_PID" ] && kill "$EVENTS_PID" 2>/dev/null && wait "$EVENTS_PID" 2>/dev/null
+  [ -n "$OWN_BROKER" ] && scripts/test-broker.sh stop --dir "$BROKER_DIR" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# A running node can be given with PUSH_TEST_AMQP_URL; otherwise one is started for the run.
+if [ -z "${PUSH_TEST_AMQP_URL:-}" ]; then
+  OWN_BROKER=1
+  eval "$(scripts/test-broker.sh start --dir "$BROKER_DIR")"
+fi
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+DB="$WORK/events.db"
+"$BIN/push-connector" events --amqp-url "$PUSH_TEST_AMQP_URL" --prefix bench --http "127.0.0.1:$PORT" --db "$DB" \
+  --log-level warn > "$WORK/events.log" 2>&1 &
+EVENTS_PID=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.05; done
+
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+# Waits until every accepted event is stored; prints seconds waited after the load ended.
+wait_stored() {
+  local start=$(date +%s.%N)
+  for _ in $(seq 600); do
+    local done=$(( $(metric push_events_stored_total) + $(metric push_events_duplicates_total) ))
+    [ "$done" -ge "$(metric push_events_accepted_total)" ] && break
+    sleep 0.05
+  done
+  echo "$(date +%s.%N) - $start" | bc
+}
+run_wrk() { # $1 = script or "", $2 = path
+  local script=()
+  [ -n "$1" ] && script=(-s "bench/events/$1")
+  RUN="$2-$$-$(date +%s%N)" wrk -t 2 -c "$CONNECTIONS" -d "${SECONDS_PER_PHASE}s" "${script[@]}" "http://127.0.0.1:$PORT$2" 2>&1
+}
+rate_of() { awk '/Requests\/sec/ { print $2 }'; }
+non2xx() { awk '/Non-2xx/ { print $NF }' ; }
+
+echo "events bench: $(nproc) cores, wrk -t2 -c$CONNECTIONS, ${SECONDS_PER_PHASE}s per phase, broker and server on this machine"
+base_out=$(run_wrk "" /healthz)
+base=$(rate_of <<< "$base_out")
+printf '%-34s %10s req/s\n' "baseline GET /healthz" "$base"
+
+for phase in single batch10 batch100; do
+  before=$(metric push_events_stored_total)
+  start=$(date +%s.%N)
+  case $phase in
+    single) out=$(run_wrk event.lua /event) ;;
+    batch10) out=$(BATCH=10 run_wrk batch.lua /events) ;;
+    batch100) out=$(BATCH=100 run_wrk batch.lua /events) ;;
+  esac
+  load_end=$(date +%s.%N)
+  lag=$(wait_stored)
+  end=$(date +%s.%N)
+  stored=$(( $(metric push_events_stored_total) - before ))
+  reqs=$(rate_of <<< "$out")
+  errors=$(non2xx <<< "$out"); errors=${errors:-0}
+  eps=$(echo "scale=0; $stored / ($end - $start)" | bc)
+  ratio=$(echo "scale=3; $eps / $base" | bc)
+  printf '%-34s %10s req/s  %8s events/s stored (incl. %.2fs drain)  events/s ÷ healthz req/s %s  non-2xx %s\n' \
+    "POST ${phase}" "$reqs" "$eps" "$lag" "$ratio" "$errors"
+done
+echo "stored in total (expected: all distinct, duplicates 0): $(metric push_events_stored_total), duplicates: $(metric push_events_duplicates_total), transactions: $(metric push_events_transactions_total), 503s: $(metric push_events_unavailable_total)"
