@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests -Xswiftc -warnings-as-errors
-swift test --skip-build "$@"
+# Serial: on two cores, parallel integration tests (real broker, real processes, rabbitmqctl)
+# starve each other's tasks; serial runs are deterministic and take about 90 s.
+swift test --skip-build --no-parallel "$@"

@@ -14,12 +14,12 @@ import Testing
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
-        process.arguments = ["dlq", "replay", "--rate", "25"] + f.cliBroker
+        process.arguments = ["dlq", "replay", "--rate", "5"] + f.cliBroker
         process.environment = ["PATH": "/usr/bin:/bin"]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let deadline = ContinuousClock.now + .seconds(30)
-        while try f.messageCount(f.topology.jobsQueue) < total / 3, ContinuousClock.now < deadline {
+        while try f.messageCount(f.topology.jobsQueue) < 5, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
         kill(process.processIdentifier, SIGKILL)
