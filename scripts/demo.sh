@@ -3,10 +3,11 @@
 #   1. installs what is missing and builds push-connector and fcm-emulator (release);
 #   2. starts a private RabbitMQ node and the fcm-emulator (FCM HTTP v1 + OAuth2), with a
 #      throwaway service account;
-#   3. declares the topology, starts a worker;
+#   3. declares the topology, starts a worker and the events consumer;
 #   4. publishes the seed document's jobs (Notification + Data with 3 recipients, one of them an
 #      unregistered token; Data-only) and a job for an unknown App ID;
-#   5. shows the results, what the emulator received, and the dead-lettered job; stops everything.
+#   5. shows the results, posts open / click events for one notification and shows the campaign
+#      funnel, what the emulator received, and the dead-lettered job; stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -43,6 +44,12 @@ export PUSH_CONNECTOR_FCM_URL=http://127.0.0.1:$port
 echo "== starting the worker"
 "$bin/push-connector" worker --config examples/apps.json --no-declare >"$state/worker.log" 2>&1 &
 pids+=($!)
+events_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+echo "== starting the events consumer (POST /event on 127.0.0.1:$events_port)"
+"$bin/push-connector" events --config examples/apps.json --http "127.0.0.1:$events_port" --db "$state/events.db" \
+  --no-declare >"$state/events.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$events_port/healthz" >/dev/null && break; sleep 0.1; done
 
 echo "== sending the seed jobs"
 "$bin/push-connector" send --config examples/apps.json examples/jobs/notification.json examples/jobs/data-only.json
@@ -51,9 +58,22 @@ sed 's/"shop-android"/"unknown-app"/' examples/jobs/data-only.json > "$state/unk
 
 echo "== results (one per recipient, routing key <app_id>.<outcome>)"
 "$bin/push-connector" results --count 4 --timeout 30
+echo "== the app reports what Ada did with the notification (POST /event with its mn_message_id)"
+for type in receive open click; do
+  curl -s -X POST "http://127.0.0.1:$events_port/event" -H 'content-type: application/json' \
+    -d "{\"event_type\":\"$type\",\"mn_message_id\":\"mnid2m.1234.12.12.1.2\",\"app_id\":\"shop-android\"}"
+  echo
+done
+echo "== funnel of the campaign"
+for _ in $(seq 50); do
+  "$bin/push-connector" stats --db "$state/events.db" --campaign OFFERTA_ESTIVA --json 2>/dev/null | grep -q '"clicked": *1' && break
+  sleep 0.2
+done
+"$bin/push-connector" stats --db "$state/events.db" --campaign OFFERTA_ESTIVA
 echo "== what FCM (the emulator) received"
-curl -s "http://127.0.0.1:$port/_emulator/messages" | python3 -m json.tool | head -60
+curl -s "http://127.0.0.1:$port/_emulator/messages" | python3 -m json.tool > "$state/emulator-messages.json"
+head -40 "$state/emulator-messages.json"; echo "   … (all of it in $state/emulator-messages.json)"
 echo "== dead-letter queue"
-scripts/test-broker.sh ctl --dir "$broker_dir" list_queues name messages | grep -E "push\.(jobs|results|jobs\.dlq)\b" || true
+"$bin/push-connector" dlq list
 echo "== worker log"
 cat "$state/worker.log"
