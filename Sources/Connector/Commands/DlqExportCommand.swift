@@ -28,10 +28,7 @@ public struct DlqExportCommand: Command {
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let command = Self.spec.name
-        let settings = try DlqOptions.settings(arguments, context, command: command)
-        let topology = try CommonOptions.topology(arguments, command: command)
-        let filter = try DlqOptions.filter(arguments, command: command)
-        let limit = try arguments.integer("--limit", in: command, default: Int.max, range: 1...Int.max)
+        let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
         let json = arguments.has("--json")
         let path = arguments.positionals[0]
         let output: FileHandle

@@ -41,10 +41,7 @@ public struct DlqReplayCommand: Command {
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let command = Self.spec.name
-        let settings = try DlqOptions.settings(arguments, context, command: command)
-        let topology = try CommonOptions.topology(arguments, command: command)
-        let filter = try DlqOptions.filter(arguments, command: command)
-        let limit = try arguments.integer("--limit", in: command, default: Int.max, range: 1...Int.max)
+        let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
         let rate = try DlqOptions.rate(arguments, command: command)
         let policy = ReplayPolicy(maxReplays: try arguments.integer("--max-replays", in: command, default: 5, range: 0...1_000_000),
                                   force: arguments.has("--force"))

@@ -23,9 +23,7 @@ public struct DlqStatsCommand: Command {
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let command = Self.spec.name
-        let settings = try DlqOptions.settings(arguments, context, command: command)
-        let topology = try CommonOptions.topology(arguments, command: command)
-        let filter = try DlqOptions.filter(arguments, command: command)
+        let (settings, topology, filter, _) = try DlqOptions.selection(arguments, context, command: command)
         let json = arguments.has("--json")
         let now = Timestamp.now()
         var stats = DeadLetterStats(now: now)

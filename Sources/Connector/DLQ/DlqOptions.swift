@@ -20,6 +20,14 @@ enum DlqOptions {
     """
 
     /// The filter from the command line.
+    /// What every reading `dlq` command starts from: the broker, the topology (for the queue
+    /// names), the filters, and `--limit` (unlimited when absent).
+    static func selection(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError)
+        -> (settings: AMQPSettings, topology: Topology, filter: DeadLetterFilter, limit: Int) {
+        (try settings(a, context, command: command), try CommonOptions.topology(a, command: command), try filter(a, command: command),
+         try a.integer("--limit", in: command, default: Int.max, range: 1...Int.max))
+    }
+
     static func filter(_ a: ParsedArguments, command: String) throws(UsageError) -> DeadLetterFilter {
         func age(_ name: String) throws(UsageError) -> Double? {
             guard let text = a.value(name) else { return nil }
