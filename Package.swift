@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "PushCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
         // Adapters.
         .target(name: "FCM", dependencies: ["PushCore", "CCurl", "COpenSSL"], swiftSettings: swiftSettings),
-        .target(name: "AMQP", dependencies: ["CRabbitMQ"], swiftSettings: swiftSettings),
+        .target(name: "AMQP", dependencies: ["CRabbitMQ", "COpenSSL"], swiftSettings: swiftSettings),
         // Test support: one real RabbitMQ node per test process (scripts/test-broker.sh).
         .target(name: "BrokerHarness", dependencies: ["AMQP"], swiftSettings: swiftSettings),
         // The emulator deliberately does not depend on PushCore: its validation is written

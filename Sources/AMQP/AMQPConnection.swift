@@ -1,3 +1,4 @@
+import COpenSSL
 import CRabbitMQ
 import Foundation
 
@@ -59,8 +60,13 @@ final class AMQPConnection {
             guard let socket else { throw .connectionFailed("cannot create a TLS socket") }
             amqp_ssl_socket_set_verify_peer(socket, tls.verifyPeer ? 1 : 0)
             amqp_ssl_socket_set_verify_hostname(socket, tls.verifyHostname ? 1 : 0)
-            if let ca = tls.caFile, amqp_ssl_socket_set_cacert(socket, ca) != AMQP_STATUS_OK.rawValue {
-                throw .connectionFailed("cannot load the CA file \(ca)")
+            if let ca = tls.caFile {
+                if amqp_ssl_socket_set_cacert(socket, ca) != AMQP_STATUS_OK.rawValue {
+                    throw .connectionFailed("cannot load the CA file \(ca)")
+                }
+            } else if let context = amqp_ssl_socket_get_context(socket) {
+                // librabbitmq 0.11 never loads the system trust store by itself.
+                SSL_CTX_set_default_verify_paths(OpaquePointer(context))
             }
         } else {
             socket = amqp_tcp_socket_new(state)
@@ -223,6 +229,11 @@ final class AMQPConnection {
         }
         guard frame.frame_type == UInt8(AMQP_FRAME_HEADER) else {
             throw .protocolError("expected a content header, got frame type \(frame.frame_type)")
+        }
+        // The size comes from the wire: refuse absurd ones rather than trap or pre-allocate them.
+        guard frame.payload.properties.body_size <= 512 << 20 else {
+            isOpen = false
+            throw .protocolError("a message body of \(frame.payload.properties.body_size) bytes is over the 512 MiB limit")
         }
         let size = Int(frame.payload.properties.body_size)
         let properties = CDecode.properties(

@@ -88,7 +88,10 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
             guard let close = hostPort.firstIndex(of: "]") else { throw .invalidURL("unterminated IPv6 host") }
             host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
             let after = hostPort[hostPort.index(after: close)...]
-            if after.hasPrefix(":") { port = Int(after.dropFirst()); if port == nil { throw .invalidURL("bad port") } }
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { throw .invalidURL("bad port") }
+                port = p
+            }
         } else if let colon = hostPort.lastIndex(of: ":") {
             let portText = hostPort[hostPort.index(after: colon)...]
             guard let p = Int(portText), (1...65535).contains(p) else {
@@ -111,7 +114,7 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
             let value = pair.count > 1 ? try Self.decode(pair[1], key) : ""
             switch key {
             case "heartbeat":
-                guard let seconds = Int(value), seconds >= 0 else { throw .invalidURL("bad heartbeat") }
+                guard let seconds = Int(value), (0...65535).contains(seconds) else { throw .invalidURL("bad heartbeat") }
                 heartbeat = seconds
             case "cacertfile": tls?.caFile = value
             default: break
@@ -133,13 +136,14 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     public var description: String { redactedURL }
 
     /// Best-effort redaction of a raw URL string that may not even parse.
+    /// A password may hold unencoded `/`, `?` or `@`, so everything between the first `:` after
+    /// the scheme and the LAST `@` of the whole string is masked; a string without `://` is not
+    /// shown at all.
     public static func redact(_ url: String) -> String {
-        guard let schemeEnd = url.range(of: "://") else { return url }
+        guard let schemeEnd = url.range(of: "://") else { return url.contains("@") ? "<unparseable AMQP URL>" : url }
         let afterScheme = url[schemeEnd.upperBound...]
-        let authorityEnd = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? afterScheme.endIndex
-        let authority = afterScheme[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"),
-              let colon = authority[..<at].firstIndex(of: ":") else { return url }
+        guard let at = afterScheme.lastIndex(of: "@") else { return url }
+        guard let colon = afterScheme[..<at].firstIndex(of: ":") else { return url }
         return String(url[..<colon]) + ":***" + String(url[at...])
     }
 

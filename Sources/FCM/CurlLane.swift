@@ -34,14 +34,15 @@ final class CurlLane: @unchecked Sendable {
 
     /// Queues a transfer for the lane thread; fails it at once after `close()`.
     func submit(_ transfer: CurlTransfer) {
+        // The wakeup happens under the lock: `close()` cannot clean the multi handle up between
+        // the append and the wakeup.
         let accepted = inbox.withLock { inbox -> Bool in
             guard !inbox.closed else { return false }
             inbox.queue.append(transfer)
+            curl_multi_wakeup(multi)
             return true
         }
-        if accepted {
-            curl_multi_wakeup(multi)
-        } else {
+        if !accepted {
             transfer.finish(.failure(TransportError(kind: .shutdown, message: "transport shut down")))
         }
     }

@@ -11,7 +11,9 @@ public final class RSASigner: @unchecked Sendable {
         let loaded: OpaquePointer? = bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+            // An empty passphrase: an encrypted key fails here instead of prompting on a terminal.
+            let noPassphrase: StaticString = ""
+            return PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: noPassphrase.utf8Start))
         }
         ERR_clear_error()
         guard let loaded else { throw .invalidPrivateKey("the PEM private key cannot be read") }

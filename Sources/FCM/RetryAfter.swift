@@ -6,14 +6,17 @@ import Glibc
 /// Parses an HTTP `Retry-After` value: delay-seconds or an HTTP-date (IMF-fixdate, RFC 850
 /// and asctime forms, RFC 9110 §10.2.3). A date in the past gives zero.
 public enum RetryAfter {
+    /// The longest delay believed: a value from the network is never trusted beyond a day.
+    public static let maximum: Duration = .seconds(86_400)
+
     public static func parse(_ value: String, now: Date = Date()) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if !trimmed.isEmpty, trimmed.allSatisfy(\.isASCII), trimmed.allSatisfy(\.isNumber) {
-            guard let seconds = Int64(trimmed) else { return .seconds(Int64.max / 1_000_000_000_000) }
-            return .seconds(seconds)
+            guard let seconds = Int64(trimmed) else { return maximum }
+            return min(.seconds(seconds), maximum)
         }
         guard let date = httpDate(trimmed) else { return nil }
-        let delta = date.timeIntervalSince(now)
+        let delta = min(date.timeIntervalSince(now), maximum.seconds)
         return delta <= 0 ? .zero : .milliseconds(Int64((delta * 1000).rounded(.up)))
     }
 
@@ -40,7 +43,7 @@ public enum RetryAfter {
                 return nil
             }
         }
-        guard let day, let month, let year, let clock,
+        guard let day, let month, let year, let clock, (1970...9999).contains(year),
               (1...31).contains(day), (0...23).contains(clock[0]), (0...59).contains(clock[1]), (0...60).contains(clock[2])
         else { return nil }
         var parts = tm()

@@ -118,3 +118,11 @@ func temporaryDirectory() throws -> String {
                 "regenerate with: push-connector topology definitions > deploy/rabbitmq-definitions.json")
     }
 }
+
+@Suite struct HeaderClampTests {
+    @Test func attemptHeaderFromThePublisherIsClamped() {
+        #expect(JobProcessor.attemptsMade(["push-attempt": .int(Int64.max)]) == 1_000_000)
+        #expect(JobProcessor.attemptsMade(["push-attempt": .int(-5)]) == 0)
+        #expect(JobProcessor.attemptsMade([:]) == 0)
+    }
+}

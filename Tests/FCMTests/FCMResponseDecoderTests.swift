@@ -155,3 +155,12 @@ import Testing
         } throws: { ($0 as? OAuthError)?.disposition == .transient }
     }
 }
+
+/// Retry-After from the network is bounded: a huge value cannot trap or pause a project for ever.
+@Suite struct RetryAfterBoundsTests {
+    @Test(arguments: ["10000000000000000", "99999999999999999999999", "Sun, 06 Nov 300000000 08:49:37 GMT", "Sun, 06 Nov 9999 08:49:37 GMT"])
+    func hugeRetryAfterIsClampedToADay(value: String) {
+        let parsed = RetryAfter.parse(value)
+        #expect(parsed == nil || parsed! <= RetryAfter.maximum, "\(String(describing: parsed))")
+    }
+}

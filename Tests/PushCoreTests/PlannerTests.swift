@@ -112,3 +112,18 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(try plan(j, [0: .sent(messageName: "n")]).results.map(\.outcome) == [.validated])
     }
 }
+
+/// Values that come from outside are bounded before arithmetic.
+@Suite struct HostileValueTests {
+    @Test func aHugeRetryAfterIsClampedToTheRetryBudget() {
+        var rng = SeededGenerator(state: 3)
+        let policy = RetryPolicy(maxAge: .seconds(86_400))
+        let delay = policy.delay(afterAttempt: 1, retryAfter: .seconds(Int64.max / 1_000_000_000_000), isQuota: false, using: &rng)
+        #expect(delay <= .seconds(86_400))
+    }
+
+    @Test func anAbsurdTimestampStillPrints() {
+        #expect(Timestamp(secondsSince1970: 1e300).description == "9999-12-31T23:59:59Z")
+        #expect(Timestamp(secondsSince1970: .nan).description == "1970-01-01T00:00:00Z")
+    }
+}

@@ -73,6 +73,9 @@ public struct DlqReplayCommand: Command {
             try pass.run { delivery in
                 progress.step()
                 read += 1
+                // Only what was dead-lettered before the pass began: a job that fails again while we
+                // replay lands behind, and must not be replayed twice in one run.
+                guard read <= pass.initialCount else { return .keep }
                 let entry = DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers)
                 guard replayed < limit, filter.matches(entry, now: now) else { return .keep }
                 matching += 1

@@ -61,7 +61,7 @@ public struct WorkerCommand: Command {
         let client = FCMClient(configuration: fcmConfiguration)
         defer { client.shutdown() }
         let catalog = AppCatalog(.init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
-        if !a.has("--no-declare") { try declare(topology, settings: settings) }
+        if a.has("--no-declare") { try verify(topology, settings: settings) } else { try declare(topology, settings: settings) }
 
         let processor = JobProcessor(catalog: catalog, topology: topology, planner: JobPlanner(policy: policy))
         let worker = SendWorker(configuration: configuration, processor: processor, logger: logger)
@@ -97,6 +97,25 @@ func declare(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure
         try topology.declare(on: client)
     } catch {
         throw CommandFailure("cannot declare the topology on \(settings.redactedURL): \(error)")
+    }
+}
+
+/// With `--no-declare`: every queue the worker publishes into must exist, or a retry or
+/// dead-letter copy could be confirmed by the broker and dropped unrouted. Refuses to start.
+func verify(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure) {
+    do {
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        for queue in topology.queues {
+            do { _ = try client.messageCount(queue: queue.name) } catch {
+                throw CommandFailure("queue \(queue.name) does not exist on \(settings.redactedURL): declare the topology "
+                    + "(push-connector topology declare, same --prefix and --retry-tiers) or drop --no-declare")
+            }
+        }
+    } catch let failure as CommandFailure {
+        throw failure
+    } catch {
+        throw CommandFailure("cannot reach \(settings.redactedURL): \(error)")
     }
 }
 

@@ -53,8 +53,9 @@ public enum CommonOptions {
         var tiers = [5, 30, 120, 600, 3600]
         if let text = a.value("--retry-tiers") {
             let parsed = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard !parsed.isEmpty, parsed.allSatisfy({ ($0 ?? 0) > 0 }) else {
-                throw UsageError("\(command): --retry-tiers must be positive whole seconds separated by commas, got \"\(text)\"")
+            // RabbitMQ's x-message-ttl is at most 2^32-1 ms.
+            guard !parsed.isEmpty, parsed.allSatisfy({ (1...4_294_967).contains($0 ?? 0) }) else {
+                throw UsageError("\(command): --retry-tiers must be whole seconds from 1 to 4294967 separated by commas, got \"\(text)\"")
             }
             tiers = parsed.map { $0! }
         }

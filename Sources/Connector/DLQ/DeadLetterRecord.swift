@@ -56,7 +56,7 @@ public struct DeadLetterRecord: Sendable, Equatable {
         ]
         for case let (name, value?) in texts { props[name] = .string(value) }
         if let priority = p.priority { props["priority"] = .int(Int64(priority)) }
-        if let timestamp = p.timestamp { props["timestamp"] = .int(Int64(timestamp.timeIntervalSince1970)) }
+        if let timestamp = p.timestamp { props["timestamp"] = .int(Int64(exactly: timestamp.timeIntervalSince1970.rounded(.down)) ?? 0) }
         object["properties"] = .object(props)
         object["headers"] = .object(p.headers.mapValues(Self.encode))
         return .object(object)
@@ -74,7 +74,7 @@ public struct DeadLetterRecord: Sendable, Equatable {
         case .bool(let b): return typed("bool", .bool(b))
         case .double(let d):
             return typed("double", d.isFinite ? .double(d) : .string(d.isNaN ? "NaN" : (d > 0 ? "Infinity" : "-Infinity")))
-        case .timestamp(let date): return typed("timestamp", .int(Int64(date.timeIntervalSince1970)))
+        case .timestamp(let date): return typed("timestamp", .int(Int64(exactly: date.timeIntervalSince1970.rounded(.down)) ?? 0))
         case .table(let t): return typed("table", .object(t.mapValues(encode)))
         case .array(let items): return typed("array", .array(items.map(encode)))
         case .void: return typed("void", .null)

@@ -29,7 +29,7 @@ public struct ReplayPolicy: Sendable, Equatable {
         var result = headers.filter { name, _ in
             !name.hasPrefix("x-") && !name.hasPrefix("push-")
         }
-        result[DeadLetterHeader.replays] = .int(Int64(replays + 1))
+        result[DeadLetterHeader.replays] = .int(Int64(min(replays, 1_000_000) + 1))
         return result
     }
 

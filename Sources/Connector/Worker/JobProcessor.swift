@@ -28,7 +28,7 @@ public struct JobProcessor: Sendable {
     public func process(body: Data, headers: AMQPTable) async -> [OutboundMessage] {
         let now = clock()
         let apps = catalog.current
-        let attempt = Int(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0) + 1
+        let attempt = Self.attemptsMade(headers) + 1
         let firstFailedAt = headers[DeadLetterHeader.firstFailedAt]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         let job: SendJob
         do {
@@ -60,7 +60,7 @@ public struct JobProcessor: Sendable {
     }
 
     /// Sends every composed message at once; the FCM client bounds what is really in flight.
-    /// A cancelled task (shutdown past its deadline) leaves its targets out: they are retried.
+    /// A target whose task is cancelled before it starts is left out and planned as a retry.
     private func send(_ composed: [CompositionOutcome], app: AppConfiguration, sender: any PushSender) async -> [Int: DeliveryOutcome] {
         await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
             for case .message(let message) in composed {
@@ -89,7 +89,7 @@ public struct JobProcessor: Sendable {
         }
         for dead in plan.deadLetters {
             messages.append(deadLetter(body: Data(dead.job.encoded().encodedBytes()), code: dead.code, message: dead.message,
-                                       attempts: Int(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0) + 1,
+                                       attempts: Self.attemptsMade(headers) + 1,
                                        headers: headers, now: now, firstFailedAt: firstFailedAt))
         }
         return messages
@@ -106,6 +106,12 @@ public struct JobProcessor: Sendable {
         h[DeadLetterHeader.replays] = .int(headers[DeadLetterHeader.replays]?.intValue ?? 0)
         return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body,
                                headers: h, kind: .deadLetter)
+    }
+
+    /// Attempts made before this delivery, from `push-attempt`; whoever published the message
+    /// wrote it, so it is clamped to a sane range rather than trusted.
+    static func attemptsMade(_ headers: AMQPTable) -> Int {
+        Int(min(max(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0, 0), 1_000_000))
     }
 
     /// Headers a copy keeps: the replay count (for the DLQ tools); RabbitMQ's `x-*` are dropped.

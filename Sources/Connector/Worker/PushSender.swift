@@ -20,7 +20,9 @@ public final class FCMPushSender: PushSender {
         for appID in registry.appIDs {
             let app = registry[appID]!
             do {
-                accounts[appID] = try ServiceAccount.load(contentsOf: app.credentialsFile)
+                let account = try ServiceAccount.load(contentsOf: app.credentialsFile)
+                _ = try RSASigner(pem: account.privateKey)  // a key that cannot sign is refused now, not per job
+                accounts[appID] = account
             } catch {
                 throw CommandFailure("app \(appID): credentials_file: \(error)", exitCode: 2)
             }

@@ -58,7 +58,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// RFC 3339 UTC with whole seconds, e.g. `2026-11-29T21:00:00Z`.
     public var description: String {
-        let total = Int(secondsSince1970.rounded(.down))
+        // Years 0001…9999 only: a hostile or broken value must not trap here.
+        let clamped = secondsSince1970.isFinite ? min(max(secondsSince1970, -62_135_596_800), 253_402_300_799) : 0
+        let total = Int(clamped.rounded(.down))
         var days = total / 86_400
         var rest = total % 86_400
         if rest < 0 { rest += 86_400; days -= 1 }

@@ -37,6 +37,8 @@ public struct RetryPolicy: Sendable, Equatable {
         var seconds = min(raw * spread, maxDelay.seconds)
         if let retryAfter { seconds = max(seconds, retryAfter.seconds) }
         if isQuota { seconds = max(seconds, minimumQuotaDelay.seconds) }
+        // A Retry-After from the network is not trusted beyond the job's whole retry budget.
+        seconds = min(seconds, max(maxAge.seconds, maxDelay.seconds))
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
 
