@@ -9,10 +9,12 @@ final class ServerContext: Sendable {
     let capturedHeaders: [String]
     /// Connections suspended right now (awaiting a handler's asynchronous work).
     let suspended = Atomic<Int>(0)
+    let asynchronousTimeout: Duration
 
     init(handler: any HTTPHandler, configuration: MicroHTTPServer.Configuration) {
         self.handler = handler
         maxBodyBytes = configuration.maxBodyBytes
+        asynchronousTimeout = configuration.asynchronousTimeout
         capturedHeaders = configuration.capturedHeaders.map { $0.lowercased() }
     }
 }
@@ -73,11 +75,15 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
         MHD_suspend_connection(connection)
         server.suspended.add(1, ordering: .relaxed)
         let handle = ConnectionHandle(raw: connection)
+        // The first of the work and the timeout answers; the connection is resumed exactly once.
+        let answer = SuspendedAnswer(state: state, connection: handle, server: server)
+        let timeout = Task {
+            try await Task.sleep(for: server.asynchronousTimeout)
+            answer.give(HTTPResponse(status: 503, text: #"{"error":{"code":"TIMEOUT","field":"$","message":"not confirmed in time; retry later"}}"#))
+        }
         Task {
-            let response = await work()
-            state.response.withLock { $0 = response }
-            MHD_resume_connection(handle.raw)
-            server.suspended.subtract(1, ordering: .releasing)
+            answer.give(await work())
+            timeout.cancel()
         }
         return .YES
     }
@@ -99,4 +105,25 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
     let result = MHD_queue_response(connection, UInt32(response.status), made)
     MHD_destroy_response(made)
     return result
+}
+
+/// Answers a suspended connection once: whichever of the work and its timeout comes first.
+private final class SuspendedAnswer: Sendable {
+    private let given = Atomic<Bool>(false)
+    private let state: RequestState
+    private let connection: ConnectionHandle
+    private let server: ServerContext
+
+    init(state: RequestState, connection: ConnectionHandle, server: ServerContext) {
+        self.state = state
+        self.connection = connection
+        self.server = server
+    }
+
+    func give(_ response: HTTPResponse) {
+        guard !given.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        state.response.withLock { $0 = response }
+        MHD_resume_connection(connection.raw)
+        server.suspended.subtract(1, ordering: .releasing)
+    }
 }

@@ -18,6 +18,9 @@ public final class MicroHTTPServer: Sendable {
         public var connectionLimit: Int = 4096
         public var idleTimeoutSeconds: Int = 30
         public var maxBodyBytes: Int = 1 << 20
+        /// A suspended request whose work has not answered by then gets 503 (a broker that never
+        /// confirms must not hold clients, or shutdown, for ever).
+        public var asynchronousTimeout: Duration = .seconds(10)
         /// Header names (any case) copied into `HTTPRequest.headers` (lower-cased).
         public var capturedHeaders: [String] = []
 
@@ -56,15 +59,18 @@ public final class MicroHTTPServer: Sendable {
         port = Int(pc_mhd_bound_port(started))
     }
 
-    /// Stops accepting, waits up to `deadline` for suspended requests to be answered, then
-    /// stops the daemon. Idempotent.
-    public func stop(deadline: Duration = .seconds(10)) async {
+    /// Stops accepting and waits for suspended requests to be answered (each is answered within
+    /// `asynchronousTimeout`, 503 at worst), then stops the daemon. libmicrohttpd aborts if
+    /// stopped with suspended connections, so if some are still suspended after `deadline` the
+    /// daemon is left to the process's exit rather than stopped. Idempotent.
+    public func stop(deadline: Duration = .seconds(15)) async {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         _ = MHD_quiesce_daemon(daemon)
         let until = ContinuousClock.now + deadline
         while context.takeUnretainedValue().suspended.load(ordering: .acquiring) > 0 && ContinuousClock.now < until {
             try? await Task.sleep(for: .milliseconds(10))
         }
+        guard context.takeUnretainedValue().suspended.load(ordering: .acquiring) == 0 else { return }
         MHD_stop_daemon(daemon)
         context.release()
     }
