@@ -145,7 +145,6 @@ final class CurlLane: @unchecked Sendable {
 
     private func configure(_ easy: UnsafeMutableRawPointer) {
         pc_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        if Self.verbose { pc_curl_easy_setopt_long(easy, CURLOPT_VERBOSE, 1) }
         pc_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         pc_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
         pc_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
@@ -175,10 +174,6 @@ final class CurlLane: @unchecked Sendable {
             return length
         }
     }
-
-    /// `PUSH_CONNECTOR_CURL_VERBOSE=1` makes libcurl trace to stderr (headers are not redacted:
-    /// for local debugging against the emulator only).
-    private static let verbose = ProcessInfo.processInfo.environment["PUSH_CONNECTOR_CURL_VERBOSE"] == "1"
 
     private static func milliseconds(_ duration: Duration) -> Int {
         let (seconds, attoseconds) = duration.components

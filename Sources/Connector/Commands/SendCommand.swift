@@ -54,8 +54,14 @@ public struct SendCommand: Command {
         let properties = MessageProperties(contentType: "application/json", persistent: true)
         var confirmed = 0
         do {
+            // A sliding window of confirms in flight: memory stays bounded for any file size.
+            let window = 1000
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for job in jobs {
+                for (n, job) in jobs.enumerated() {
+                    if n >= window {
+                        try await group.next()
+                        confirmed += 1
+                    }
                     let body = Data(job)
                     group.addTask {
                         try await publisher.publish(exchange: topology.jobsExchange, routingKey: topology.jobsRoutingKey,

@@ -18,6 +18,8 @@ public final class BatchWriter: @unchecked Sendable {
     }
 
     private let store: EventStore
+    /// Transactions failed in a row (touched only by the writer thread): drives the backoff.
+    private var consecutiveFailures = 0
     private let metrics: EventMetrics
     private let logger: Logger
     private let maxBatch: Int
@@ -98,10 +100,14 @@ public final class BatchWriter: @unchecked Sendable {
             metrics.eventsStored.add(summary.eventsInserted, ordering: .relaxed)
             metrics.sendsStored.add(summary.sendsInserted, ordering: .relaxed)
             for p in batch { p.settle(true) }
+            consecutiveFailures = 0
         } catch {
             metrics.storeFailures.add(1, ordering: .relaxed)
             logger.error("transaction failed; deliveries requeued", ["error": "\(error)", "records": "\(batch.count)"])
             for p in batch { p.settle(false) }
+            // A store that keeps failing (disk full, locked file) must not spin on redeliveries.
+            consecutiveFailures += 1
+            Thread.sleep(forTimeInterval: min(5.0, 0.05 * Double(1 << min(consecutiveFailures, 7))))
         }
     }
 }
