@@ -2,7 +2,7 @@ import Testing
 @testable import Connector
 
 /// The shutdown flag tasks wait on.
-@Suite struct ShutdownSignalTests {
+@Suite(.timeLimit(.minutes(1))) struct ShutdownSignalTests {
     @Test func triggerResumesEveryWaiterAndLaterWaitsReturnAtOnce() async {
         let signal = ShutdownSignal()
         async let a: Void = signal.wait()
@@ -10,6 +10,14 @@ import Testing
         signal.trigger()
         _ = await (a, b)
         await signal.wait()
+        #expect(signal.isTriggered)
+    }
+
+    @Test func aBackoffSleepEndsWhenTheSignalIsTriggered() async {
+        let signal = ShutdownSignal()
+        let sleeper = Task { await signal.sleep(for: .seconds(3600)) }
+        signal.trigger()
+        await sleeper.value  // would hang for an hour (and hit the time limit) if it ignored the signal
         #expect(signal.isTriggered)
     }
 

@@ -29,12 +29,7 @@ public struct DlqImportCommand: Command {
         let skip = try arguments.integer("--skip", in: command, default: 0, range: 0...Int.max)
         let json = arguments.has("--json")
         let path = arguments.positionals[0]
-        let bytes: [UInt8]
-        if path == "-" {
-            bytes = Array(FileHandle.standardInput.readDataToEndOfFile())
-        } else {
-            bytes = try AppConfigurationFile.readFile(path, what: "export")
-        }
+        let bytes = try AppConfigurationFile.readFile(path, what: "export")  // "-" reads standard input
         var records: [DeadLetterRecord] = []
         var problems: [String] = []
         for (number, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {

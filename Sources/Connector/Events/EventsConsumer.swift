@@ -46,13 +46,7 @@ public final class EventsConsumer: Sendable {
             } catch {
                 if shutdown.isTriggered { break }
                 logger.warning("events consumer lost its broker, reconnecting", ["error": "\(error)", "in": "\(backoff)"])
-                let delay = backoff
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask { try? await Task.sleep(for: delay) }
-                    group.addTask { await shutdown.wait() }
-                    await group.next()
-                    group.cancelAll()
-                }
+                await shutdown.sleep(for: backoff)
                 backoff = min(backoff * 2, configuration.reconnectBackoff.max)
             }
         }

@@ -46,6 +46,17 @@ public final class ShutdownSignal: Sendable {
         }
     }
 
+    /// Sleeps for `duration`, or less if the signal is triggered meanwhile (a backoff that must
+    /// not delay shutdown).
+    public func sleep(for duration: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: duration) }
+            group.addTask { await self.wait() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// Triggers on SIGTERM and SIGINT (the default handlers are replaced). Call once, at start.
     public func installSignalHandlers(logger: Logger? = nil) {
         for (sig, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {

@@ -74,7 +74,7 @@ public final class SendWorker: Sendable {
                 }
             } catch {
                 log.warning("cannot connect, retrying", ["error": "\(error)", "in": "\(backoff)"])
-                try? await sleepUnlessShutdown(backoff, shutdown: shutdown)
+                await shutdown.sleep(for: backoff)
                 backoff = min(backoff * 2, configuration.reconnectBackoff.max)
             }
         }
@@ -137,15 +137,6 @@ public final class SendWorker: Sendable {
                 log.warning("publish failed; requeued and reconnecting", ["error": "\(error)"])
                 consumer.cancel()
             }
-        }
-    }
-
-    private func sleepUnlessShutdown(_ duration: Duration, shutdown: ShutdownSignal) async throws {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await Task.sleep(for: duration) }
-            group.addTask { await shutdown.wait() }
-            await group.next()
-            group.cancelAll()
         }
     }
 }
