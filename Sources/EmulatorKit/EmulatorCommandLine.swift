@@ -15,7 +15,7 @@ public enum EmulatorCommandLine {
     public static let usage = """
     usage: fcm-emulator [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--service-account FILE]...
                         [--no-auth] [--token-lifetime S] [--token-expire-early S] [--retry-after S]
-                        [--latency MS|MIN-MAX] [--error-rate KIND=P]... [--quota-per-minute N]
+                        [--latency MS|MIN-MAX] [--latency-share P] [--error-rate KIND=P]... [--quota-per-minute N]
                         [--goaway-every N] [--record N] [--max-streams N]
            fcm-emulator make-service-account --project P [--email E] --token-uri URL --out FILE
            fcm-emulator --help
@@ -27,6 +27,7 @@ public enum EmulatorCommandLine {
       --token-lifetime S        expires_in of issued access tokens (default 3600)
       --token-expire-early S    fault: access tokens stop working after S seconds
       --latency MS|MIN-MAX      added delay of every send answer, fixed or uniform
+      --latency-share P         only a fraction P (0...1) of send answers get --latency (default 1)
       --error-rate KIND=P       fault: probability P of KIND on every send; KIND is one of
                                 unregistered invalid mismatch quota unavailable internal thirdparty
       --quota-per-minute N      fault: 429 QUOTA_EXCEEDED past N sends per project per minute
@@ -70,6 +71,10 @@ public enum EmulatorCommandLine {
             case "--token-expire-early": config.accessTokenEarlyExpiry = .seconds(try integer(flag))
             case "--retry-after": config.retryAfterSeconds = try integer(flag)
             case "--latency": config.latency = try parseLatency(try value(flag))
+            case "--latency-share":
+                let text = try value(flag)
+                guard let p = Double(text), (0...1).contains(p) else { throw UsageError(description: "--latency-share needs P in 0...1, got \(text)") }
+                config.latencyShare = p
             case "--error-rate":
                 let text = try value(flag)
                 let parts = text.split(separator: "=", maxSplits: 1)

@@ -19,6 +19,8 @@ public struct EmulatorConfiguration: Sendable {
     public var retryAfterSeconds: Int = 1
     /// Delay added to every `messages:send` answer (never blocks the event loop).
     public var latency: Latency = .none
+    /// Fraction (0...1) of send answers that get `latency`; the others answer at once.
+    public var latencyShare: Double = 1
     /// Fault: probability (0...1) of each kind of injected error on every send.
     public var errorRates: [InjectedError: Double] = [:]
     /// Fault: an HTTP/2 connection is closed with GOAWAY after this many requests.
@@ -38,7 +40,7 @@ extension EmulatorConfiguration: Equatable {
         a.host == b.host && a.port == b.port && a.tlsCertificateFile == b.tlsCertificateFile && a.tlsKeyFile == b.tlsKeyFile
             && a.serviceAccountFiles == b.serviceAccountFiles && a.requireAuth == b.requireAuth
             && a.accessTokenLifetime == b.accessTokenLifetime && a.accessTokenEarlyExpiry == b.accessTokenEarlyExpiry
-            && a.retryAfterSeconds == b.retryAfterSeconds && a.latency == b.latency && a.errorRates == b.errorRates
+            && a.retryAfterSeconds == b.retryAfterSeconds && a.latency == b.latency && a.latencyShare == b.latencyShare && a.errorRates == b.errorRates
             && a.goawayEveryRequests == b.goawayEveryRequests && a.quotaPerMinute == b.quotaPerMinute
             && a.recordCapacity == b.recordCapacity && a.maxConcurrentStreams == b.maxConcurrentStreams
     }

@@ -46,7 +46,9 @@ final class EmulatorService: Sendable {
     private func send(project: String, request: HTTPRequest) -> HTTPResponse {
         var slowMilliseconds = 0
         var response = decideSend(project: project, request: request, slowMilliseconds: &slowMilliseconds)
-        response.delay = configuration.latency.sample() + .milliseconds(slowMilliseconds)
+        let share = configuration.latencyShare
+        let delayed = share >= 1 || (share > 0 && Double.random(in: 0..<1) < share)
+        response.delay = (delayed ? configuration.latency.sample() : .zero) + .milliseconds(slowMilliseconds)
         return response
     }
 

@@ -75,6 +75,26 @@ import Testing
         }
     }
 
+    @Test func latencyShareDelaysOnlyThatFractionOfSends() {
+        func delayedCount(share: Double, sends: Int) -> Int {
+            var configuration = EmulatorConfiguration()
+            configuration.requireAuth = false
+            configuration.latency = .fixed(.milliseconds(100))
+            configuration.latencyShare = share
+            let service = EmulatorService(configuration: configuration, accounts: [])
+            let request = HTTPRequest(method: "POST", target: "/v1/projects/p/messages:send",
+                                      headers: [("content-type", "application/json")], body: Array(#"{"message":{"token":"t"}}"#.utf8))
+            return (0..<sends).filter { _ in
+                let response = service.handle(request)
+                return response.status == 200 && response.delay == .milliseconds(100)
+            }.count
+        }
+        #expect(delayedCount(share: 1, sends: 100) == 100)
+        #expect(delayedCount(share: 0, sends: 100) == 0)
+        // Binomial(2000, 0.25): mean 500, standard deviation ~19; the bounds are ±7.8 deviations.
+        #expect((350...650).contains(delayedCount(share: 0.25, sends: 2000)))
+    }
+
     @Test func quotaPerMinuteAnswers429WithRetryAfter() throws {
         try withEmulator({ $0.quotaPerMinute = 2 }) { emulator throws in
             #expect(try send(emulator, project: "q", message: #"{"token":"t"}"#).status == 200)

@@ -1,0 +1,366 @@
+#!/usr/bin/env bash
+# Chaos run: N send jobs through W workers while the broker, the network and the workers fail,
+# then an account of every recipient (see bench/chaos/README.md).
+#
+#   bench/chaos/run.sh [--jobs N] [--workers N] [--kills N] [--limit SECONDS] [--seed N]
+#                      [--quota-rate P] [--retry-tiers LIST] [--no-build] [--keep]
+#
+#   --jobs N        send jobs to publish (default 50000; every 10th has 3 recipients, 1 % of the
+#                   tokens are unregistered)
+#   --workers N     push-connector worker processes (default 3)
+#   --kills N       SIGKILLs of a random worker, each followed by a restart (default 5)
+#   --limit S       overall time limit of the measurement in seconds (default 900)
+#   --seed N        seed of the fault schedule (default: random, printed)
+#   --quota-rate P  share of sends the emulator answers 429 QUOTA_EXCEEDED (default 0.02)
+#   --retry-tiers L the workers' retry tiers in seconds (default 1,2,5)
+#   --no-build      use the release binaries already built
+#   --keep          keep the work folder (logs, results, DLQ export, emulator record)
+#
+# Starts everything itself on 127.0.0.1 (a private RabbitMQ node, fcm-emulator over TLS with
+# faults, the workers) and stops all of it on exit. Holds /tmp/pc-cpu.lock during the
+# measurement: do not wrap it in flock. Exit status: 0 when every recipient has a result or a
+# dead letter; 1 on any loss, on unfinished work at the time limit, or on a setup failure.
+# shellcheck disable=SC2317  # stop_all runs from the EXIT trap, fault_* from the schedule
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$(pwd)
+
+JOBS=50000 WORKERS=3 KILLS=5 LIMIT=900 SEED="" BUILD=1 KEEP=0 QUOTA_RATE=0.02 RETRY_TIERS=1,2,5
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --jobs) JOBS=$2; shift 2 ;;
+    --workers) WORKERS=$2; shift 2 ;;
+    --kills) KILLS=$2; shift 2 ;;
+    --limit) LIMIT=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
+    --quota-rate) QUOTA_RATE=$2; shift 2 ;;
+    --retry-tiers) RETRY_TIERS=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for n in "$JOBS" "$WORKERS" "$KILLS" "$LIMIT" ${SEED:+"$SEED"}; do
+  [[ $n =~ ^[0-9]+$ ]] || { echo "run.sh: options take whole numbers, got $n" >&2; exit 2; }
+done
+((JOBS > 0 && WORKERS > 0 && LIMIT > 0)) || { echo "run.sh: --jobs, --workers and --limit must be positive" >&2; exit 2; }
+SEED=${SEED:-$((RANDOM * 32768 + RANDOM))}
+RANDOM=$((SEED % 32768))
+
+# Fault settings of the emulator.
+EMULATOR_FAULTS=(--error-rate unavailable=0.05 --error-rate "quota=$QUOTA_RATE" --retry-after 1 --goaway-every 1000
+                 --latency 100 --latency-share 0.1)
+ALARM_SECONDS=5
+
+log() { printf '[%6.1fs] %s\n' "$(elapsed)" "$*"; }
+elapsed() { if [ -n "${T0:-}" ]; then echo "$(( $(date +%s%N) / 1000000 - T0 ))" | awk '{printf "%.1f", $1/1000}'; else echo 0; fi; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+if ((BUILD)); then
+  echo "== building release binaries (waits for /tmp/pc-cpu.lock)"
+  flock /tmp/pc-cpu.lock swift build -c release --product push-connector 2>&1 | tail -3
+  flock /tmp/pc-cpu.lock swift build -c release --product fcm-emulator 2>&1 | tail -3
+fi
+BIN=$(swift build -c release --show-bin-path)
+PC=$BIN/push-connector
+if [ ! -x "$PC" ] || [ ! -x "$BIN/fcm-emulator" ]; then echo "run.sh: release binaries missing in $BIN (drop --no-build)" >&2; exit 1; fi
+
+WORK=/tmp/pc-chaos-$$
+BROKER_DIR=$WORK/broker
+mkdir -p "$WORK/pids" "$WORK/logs"
+chmod 755 "$WORK"   # the broker runs as the rabbitmq user and must reach its folder
+
+# ---------------------------------------------------------------- cleanup
+declare -a WPID=()
+EMULATOR_PID=""
+BROKER_LAUNCHER=""
+stop_all() {
+  local p
+  for p in "${WPID[@]}" "$EMULATOR_PID"; do if [ -n "$p" ]; then kill -9 "$p" 2>/dev/null || true; fi; done
+  broker_kill
+  if [ -n "${WATCHDOG:-}" ]; then kill "$WATCHDOG" 2>/dev/null || true; fi
+  wait 2>/dev/null || true
+  if ((KEEP)); then echo "work folder kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- broker (own node, restartable)
+as_rabbitmq() { su rabbitmq -s /bin/sh -c "$1"; }
+ctl() { # rabbitmqctl on our node; the arguments must be shell-safe words
+  as_rabbitmq "HOME=/var/lib/rabbitmq timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q -n '$NODE' $*" 9>&-
+}
+broker_launch() {
+  local dist
+  dist=$(free_port)
+  (
+    export RABBITMQ_NODENAME="$NODE" RABBITMQ_NODE_PORT="$AMQP_PORT" RABBITMQ_DIST_PORT="$dist" \
+      RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_MNESIA_BASE="$BROKER_DIR/mnesia" RABBITMQ_LOG_BASE="$BROKER_DIR/log" \
+      RABBITMQ_ENABLED_PLUGINS_FILE="$BROKER_DIR/enabled_plugins" RABBITMQ_CONFIG_FILE="$BROKER_DIR/rabbitmq.conf" \
+      RABBITMQ_CONF_ENV_FILE=/dev/null RABBITMQ_PID_FILE="$BROKER_DIR/beam.pid" HOME=/var/lib/rabbitmq
+    exec setsid sh -c "cd /var/lib/rabbitmq; exec su rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server' >>'$BROKER_DIR/startup.log' 2>&1" \
+      </dev/null >/dev/null 2>&1 9>&-
+  ) &
+  BROKER_LAUNCHER=$!
+  echo "$BROKER_LAUNCHER" > "$WORK/pids/broker-launcher"
+  local i
+  for i in $(seq 120); do
+    if ctl "await_startup --timeout 30" >/dev/null 2>&1; then return 0; fi
+    kill -0 "$BROKER_LAUNCHER" 2>/dev/null || break
+    sleep 0.5
+  done
+  echo "run.sh: broker node did not start; see $BROKER_DIR/startup.log" >&2
+  tail -20 "$BROKER_DIR/startup.log" >&2 || true
+  return 1
+}
+broker_stop() { # a full node stop: the Erlang VM exits
+  ctl "stop '$BROKER_DIR/beam.pid'" >/dev/null 2>&1 || true
+  local beam i
+  beam=$(cat "$BROKER_DIR/beam.pid" 2>/dev/null || true)
+  for i in $(seq 100); do { [ -z "$beam" ] || ! kill -0 "$beam" 2>/dev/null; } && break; sleep 0.1; done
+  if [ -n "$beam" ]; then kill -9 "$beam" 2>/dev/null || true; fi
+  if [ -n "$BROKER_LAUNCHER" ]; then kill -9 -- "-$BROKER_LAUNCHER" 2>/dev/null || true; fi
+  wait "$BROKER_LAUNCHER" 2>/dev/null || true
+  BROKER_LAUNCHER=""
+  rm -f "$BROKER_DIR/beam.pid"
+}
+broker_kill() {
+  local beam
+  beam=$(cat "$BROKER_DIR/beam.pid" 2>/dev/null || true)
+  if [ -n "$beam" ]; then kill -9 "$beam" 2>/dev/null || true; fi
+  if [ -n "$BROKER_LAUNCHER" ]; then kill -9 -- "-$BROKER_LAUNCHER" 2>/dev/null || true; fi
+  # epmd keeps the node name registered only while the node lives; nothing else to stop
+  return 0
+}
+queue_depths() { # "name messages" per line, for our topology's job queue and retry tiers
+  ctl "list_queues name messages" 2>/dev/null | awk '$1 == "push.jobs" || $1 ~ /^push\.retry\./ {print $1, $2}'
+}
+
+# ---------------------------------------------------------------- the measurement (under the CPU lock)
+exec 9>/tmp/pc-cpu.lock
+echo "== waiting for /tmp/pc-cpu.lock"
+flock 9
+T0=$(now_ms)
+DEADLINE=$((T0 + LIMIT * 1000))
+past_deadline() { (( $(now_ms) >= DEADLINE )); }
+log "seed $SEED, $JOBS jobs, $WORKERS workers, $KILLS kills, limit ${LIMIT}s, work folder $WORK"
+
+# A watchdog stops everything if this script dies without running its trap (SIGKILL).
+setsid bash -c "while kill -0 $$ 2>/dev/null; do sleep 1; done
+  for f in '$WORK'/pids/*; do [ -f \"\$f\" ] && kill -9 \"\$(cat \"\$f\")\" 2>/dev/null; done
+  [ -f '$BROKER_DIR/beam.pid' ] && kill -9 \"\$(cat '$BROKER_DIR/beam.pid')\" 2>/dev/null
+  [ -f '$WORK/pids/broker-launcher' ] && kill -9 -- \"-\$(cat '$WORK/pids/broker-launcher')\" 2>/dev/null
+  sleep 1; rm -rf '$WORK'" </dev/null >/dev/null 2>&1 9>&- &
+WATCHDOG=$!
+
+AMQP_PORT=$(free_port)
+NODE="pcchaos-$$-$AMQP_PORT@localhost"
+mkdir -p "$BROKER_DIR/mnesia" "$BROKER_DIR/log"
+echo '[].' > "$BROKER_DIR/enabled_plugins"
+cat > "$BROKER_DIR/rabbitmq.conf" <<CONF
+listeners.tcp.1 = 127.0.0.1:$AMQP_PORT
+loopback_users.guest = true
+log.console = false
+log.file.level = warning
+CONF
+chown -R rabbitmq:rabbitmq "$BROKER_DIR"
+chmod 755 "$BROKER_DIR"
+log "starting RabbitMQ node $NODE on 127.0.0.1:$AMQP_PORT"
+broker_launch
+AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/"
+BROKER_ARGS=(--amqp-url "$AMQP_URL" --retry-tiers "$RETRY_TIERS")
+
+log "starting fcm-emulator (TLS, faults: ${EMULATOR_FAULTS[*]})"
+scripts/make-dev-cert.sh "$WORK/certs" >/dev/null
+EMU_PORT=$(free_port)
+EMU_URL="https://127.0.0.1:$EMU_PORT"
+"$BIN/fcm-emulator" make-service-account --project chaos-project --token-uri "$EMU_URL/token" --out "$WORK/sa.json" >/dev/null
+"$BIN/fcm-emulator" --listen "127.0.0.1:$EMU_PORT" --tls-cert "$WORK/certs/server.pem" --tls-key "$WORK/certs/server-key.pem" \
+  --service-account "$WORK/sa.json" --record $((JOBS * 4 + 1000)) "${EMULATOR_FAULTS[@]}" \
+  >"$WORK/logs/emulator.log" 2>&1 9>&- &
+EMULATOR_PID=$!
+echo "$EMULATOR_PID" > "$WORK/pids/emulator"
+for _ in $(seq 100); do grep -q "listening on" "$WORK/logs/emulator.log" && break; sleep 0.1; done
+grep -q "listening on" "$WORK/logs/emulator.log" || { echo "run.sh: the emulator did not start" >&2; cat "$WORK/logs/emulator.log" >&2; exit 1; }
+emulator() { curl -sS --max-time 120 --cacert "$WORK/certs/ca.pem" "$EMU_URL$1"; }
+
+cat > "$WORK/apps.json" <<JSON
+{"schema_version": 1,
+ "apps": [{"app_id": "chaos-app", "project_id": "chaos-project", "credentials_file": "$WORK/sa.json",
+           "default_message_type": "data", "default_payload": {"pushdata.source": "chaos"}}]}
+JSON
+"$PC" topology declare "${BROKER_ARGS[@]}" >/dev/null
+
+python3 - "$JOBS" "$WORK/jobs.jsonl" <<'PY'
+import json, sys
+jobs, path = int(sys.argv[1]), sys.argv[2]
+with open(path, "w") as f:
+    for j in range(1, jobs + 1):
+        n = 3 if j % 10 == 0 else 1
+        recipients = []
+        for r in range(1, n + 1):
+            token = f"chaos-{j:07d}-{r}"
+            if (j * 7 + r) % 100 == 0:
+                token = "unregistered-" + token   # the emulator answers UNREGISTERED: outcome invalid_token
+            recipients.append({"token": token})
+        f.write(json.dumps({"job_id": f"chaos-{j:07d}", "app_id": "chaos-app", "message_type": "data",
+                            "data": {"pushdata.job": str(j)}, "recipients": recipients}, separators=(",", ":")) + "\n")
+PY
+RECIPIENTS=$(python3 -c 'import sys,json; print(sum(len(json.loads(l)["recipients"]) for l in open(sys.argv[1])))' "$WORK/jobs.jsonl")
+log "publishing $JOBS jobs ($RECIPIENTS recipients)"
+"$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$WORK/jobs.jsonl" | sed 's/^/    /'
+
+# ---------------------------------------------------------------- workers
+start_worker() { # $1 = index
+  "$PC" worker --config "$WORK/apps.json" --no-declare "${BROKER_ARGS[@]}" --retry-base-delay 1 \
+    --fcm-url "$EMU_URL" --ca-file "$WORK/certs/ca.pem" --shutdown-deadline 10 \
+    >>"$WORK/logs/worker-$1.log" 2>&1 9>&- &
+  WPID[$1]=$!
+  echo "${WPID[$1]}" > "$WORK/pids/worker-$1"
+}
+UNEXPECTED_EXITS=0
+check_workers() { # a worker that died by itself is reported and restarted
+  local i rc
+  for i in "${!WPID[@]}"; do
+    if ! kill -0 "${WPID[$i]}" 2>/dev/null; then
+      rc=0; wait "${WPID[$i]}" 2>/dev/null || rc=$?
+      UNEXPECTED_EXITS=$((UNEXPECTED_EXITS + 1))
+      log "!! worker $i (pid ${WPID[$i]}) exited by itself with status $rc; restarting it"
+      echo "--- exited with status $rc" >>"$WORK/logs/worker-$i.log"
+      start_worker "$i"
+    fi
+  done
+}
+for ((i = 0; i < WORKERS; i++)); do start_worker "$i"; done
+RUN_T0=$(now_ms)
+log "started $WORKERS workers"
+
+REMAINING=$JOBS
+update_remaining() { # job messages still queued or in flight (job queue + retry tiers); kept when the broker does not answer
+  local d
+  d=$(queue_depths || true)
+  if [ -n "$d" ]; then REMAINING=$(echo "$d" | awk '{t += $2} END {print t + 0}'); fi
+}
+progress() { # share of the published jobs that left the queues, in per mille (retry copies count as work left)
+  local p=$(( (JOBS - REMAINING) * 1000 / JOBS ))
+  echo $((p < 0 ? 0 : p))
+}
+pct() { echo "$(($1 / 10)).$(($1 % 10))%"; }
+
+# ---------------------------------------------------------------- faults
+fault_kill() {
+  local i=$((RANDOM % WORKERS))
+  kill -9 "${WPID[$i]}" 2>/dev/null || true
+  wait "${WPID[$i]}" 2>/dev/null || true
+  echo "--- SIGKILL by run.sh" >>"$WORK/logs/worker-$i.log"
+  log "   SIGKILL worker $i (pid ${WPID[$i]})"
+  sleep "0.$((RANDOM % 10))"
+  start_worker "$i"
+  log "   worker $i restarted (pid ${WPID[$i]})"
+}
+fault_broker_restart() {
+  local t
+  t=$(now_ms)
+  broker_stop
+  log "   broker node stopped (full stop: the Erlang VM exited) in $(( $(now_ms) - t )) ms"
+  sleep 2
+  t=$(now_ms)
+  broker_launch
+  log "   broker node started again in $(( $(now_ms) - t )) ms"
+}
+fault_close_all() {
+  ctl "close_all_connections 'chaos run'" >/dev/null
+  log "   rabbitmqctl close_all_connections done"
+}
+fault_memory_alarm() {
+  ctl "set_vm_memory_high_watermark 0.00001" >/dev/null
+  log "   memory alarm raised (vm_memory_high_watermark 0.00001) for ${ALARM_SECONDS}s"
+  sleep "$ALARM_SECONDS"
+  ctl "set_vm_memory_high_watermark 0.4" >/dev/null
+  log "   memory alarm cleared (vm_memory_high_watermark 0.4)"
+}
+
+# The schedule: every fault at a random point of the work (share of the jobs that left the
+# queues), one fault per slot of [5 %, 85 %], in a random order.
+FAULTS=(broker_restart close_all memory_alarm)
+for ((k = 0; k < KILLS; k++)); do FAULTS+=(kill); done
+for ((k = ${#FAULTS[@]} - 1; k > 0; k--)); do
+  j=$((RANDOM % (k + 1))); tmp=${FAULTS[k]}; FAULTS[k]=${FAULTS[j]}; FAULTS[j]=$tmp
+done
+declare -a AT=()
+slot=$((800 / ${#FAULTS[@]}))
+for k in "${!FAULTS[@]}"; do AT[k]=$((50 + k * slot + RANDOM % slot)); done
+schedule=""
+for k in "${!FAULTS[@]}"; do schedule+=" ${FAULTS[$k]}@$(pct "${AT[k]}")"; done
+log "fault schedule (share of the jobs done):$schedule"
+
+STALL_MS=30000   # a fault fires anyway when the queues stand still this long
+for k in "${!FAULTS[@]}"; do
+  last=-1; since=$(now_ms)
+  while :; do
+    past_deadline && break 2
+    check_workers
+    update_remaining
+    (($(progress) >= AT[k])) && break
+    if ((REMAINING != last)); then last=$REMAINING; since=$(now_ms); fi
+    if (( $(now_ms) - since >= STALL_MS )); then log "no progress for $((STALL_MS / 1000)) s at $(pct "$(progress)") ($REMAINING job messages left); firing anyway"; break; fi
+    sleep 1
+  done
+  log "fault $((k + 1))/${#FAULTS[@]}: ${FAULTS[$k]} at $(pct "$(progress)") done ($REMAINING job messages left)"
+  "fault_${FAULTS[$k]}"
+done
+
+# ---------------------------------------------------------------- drain
+log "all faults injected; waiting until push.jobs and the retry tiers are empty"
+DRAINED=0 zero_checks=0 last_report=0
+while ! past_deadline; do
+  check_workers
+  depths=$(queue_depths || true)
+  if [ -n "$depths" ] && (($(echo "$depths" | awk '{t += $2} END {print t + 0}') == 0)); then
+    zero_checks=$((zero_checks + 1))
+    ((zero_checks >= 2)) && { DRAINED=1; break; }
+  else
+    zero_checks=0
+    if (( $(now_ms) - last_report >= 10000 )); then
+      last_report=$(now_ms)
+      log "   queued: $(echo "$depths" | sort | tr '\n' ' ')"
+    fi
+  fi
+  sleep 1
+done
+RUN_MS=$(( $(now_ms) - RUN_T0 ))
+if ((DRAINED)); then log "drained: every queue empty after $((RUN_MS / 1000)) s of work"; else log "!! time limit reached before the queues drained"; fi
+FINAL_DEPTHS=$(queue_depths || true)
+
+log "stopping the workers (SIGTERM)"
+for i in "${!WPID[@]}"; do kill -TERM "${WPID[$i]}" 2>/dev/null || true; done
+for i in "${!WPID[@]}"; do
+  for _ in $(seq 150); do kill -0 "${WPID[$i]}" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "${WPID[$i]}" 2>/dev/null; then log "!! worker $i did not stop within 15 s of SIGTERM; SIGKILL"; kill -9 "${WPID[$i]}" 2>/dev/null || true; fi
+  wait "${WPID[$i]}" 2>/dev/null || true
+done
+WPID=()
+
+# ---------------------------------------------------------------- account
+log "reading results, dead letters and the emulator's record"
+remaining=$(( (DEADLINE - $(now_ms)) / 1000 )); ((remaining > 60)) || remaining=60
+timeout "$remaining" "$PC" results "${BROKER_ARGS[@]}" --count 1000000 --timeout 3 >"$WORK/results.jsonl" 2>"$WORK/logs/results.err" || true
+timeout 120 "$PC" dlq stats --json "${BROKER_ARGS[@]}" >"$WORK/dlq-stats.json" 2>"$WORK/logs/dlq.err" || echo '{}' >"$WORK/dlq-stats.json"
+rm -f "$WORK/dlq.jsonl"
+timeout 120 "$PC" dlq export "$WORK/dlq.jsonl" --json "${BROKER_ARGS[@]}" >/dev/null 2>>"$WORK/logs/dlq.err" || : >"$WORK/dlq.jsonl"
+emulator /_emulator/messages >"$WORK/emulator-messages.json"
+emulator /_emulator/stats >"$WORK/emulator-stats.json"
+for i in $(seq 0 $((WORKERS - 1))); do
+  printf 'worker %s: %s warning/error line(s)\n' "$i" "$(grep -cE '"level":"(warning|error)"|\b(WARN|ERROR|warning|error)\b' "$WORK/logs/worker-$i.log" || true)"
+done >"$WORK/worker-log-summary.txt"
+
+rc=0
+python3 "$ROOT/bench/chaos/report.py" --jobs "$WORK/jobs.jsonl" --results "$WORK/results.jsonl" \
+  --dlq "$WORK/dlq.jsonl" --dlq-stats "$WORK/dlq-stats.json" --emulator-messages "$WORK/emulator-messages.json" \
+  --emulator-stats "$WORK/emulator-stats.json" --run-seconds "$((RUN_MS / 1000))" --drained "$DRAINED" \
+  --final-depths "$(echo "$FINAL_DEPTHS" | tr '\n' ' ')" --unexpected-exits "$UNEXPECTED_EXITS" \
+  --worker-logs "$WORK/worker-log-summary.txt" --seed "$SEED" || rc=$?
+log "wall time of the measurement: $(elapsed) s"
+exit "$rc"
