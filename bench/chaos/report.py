@@ -34,6 +34,8 @@ def main():
     a.add_argument("--run-seconds", type=int, required=True)
     a.add_argument("--drained", type=int, required=True)
     a.add_argument("--unexpected-exits", type=int, required=True)
+    a.add_argument("--published", type=int, required=True)
+    a.add_argument("--publish-failures", type=int, required=True)
     args = a.parse_args()
 
     # What was published: token -> expected outcome.
@@ -113,8 +115,10 @@ def main():
     p("")
     p("==================== chaos run: account ====================")
     p(f"seed                      {args.seed}")
-    p(f"published                 {jobs} jobs, {len(expected)} recipients "
+    p(f"published                 {args.published} of {jobs} jobs confirmed, {len(expected)} recipients "
       f"({len(to_send)} deliverable, {len(expected) - len(to_send)} unregistered tokens)")
+    if args.publish_failures:
+        p(f"  failed sends            {args.publish_failures} batch(es) had to be sent again (their jobs may exist twice)")
     p(f"work time                 {args.run_seconds} s from the workers' start to empty queues"
       + ("" if args.drained else "  (NOT DRAINED: time limit)"))
     if not args.drained:
@@ -156,9 +160,18 @@ def main():
         failures.append(f"{len(lost)} recipient(s) lost")
     if not args.drained:
         failures.append("work unfinished at the time limit")
+    if args.published != jobs:
+        failures.append(f"only {args.published} of {jobs} jobs were published")
     if wrong_outcome:
         failures.append(f"{sum(wrong_outcome.values())} wrong outcome(s)")
+    warnings = []
+    if dlq_tokens:
+        warnings.append(f"{len(dlq_tokens)} recipient(s) dead-lettered although every injected fault is transient")
+    if multi_sent:
+        warnings.append(f"{len(multi_sent)} recipient(s) got more than one push")
     p("VERDICT                   " + ("FAIL: " + "; ".join(failures) if failures else "PASS (no loss)"))
+    for w in warnings:
+        p(f"  note                    {w}")
     p("=============================================================")
     print("\n".join(out))
     return 1 if failures else 0

@@ -3,10 +3,12 @@
 # then an account of every recipient (see bench/chaos/README.md).
 #
 #   bench/chaos/run.sh [--jobs N] [--workers N] [--kills N] [--limit SECONDS] [--seed N]
-#                      [--quota-rate P] [--retry-tiers LIST] [--no-build] [--keep]
+#                      [--feed-seconds S] [--quota-rate P] [--retry-tiers LIST] [--no-build] [--keep]
 #
 #   --jobs N        send jobs to publish (default 50000; every 10th has 3 recipients, 1 % of the
-#                   tokens are unregistered)
+#                   tokens are unregistered); a fifth before the workers start, the rest in 100
+#                   batches spread over the feed window
+#   --feed-seconds S  the feed window, during which the faults strike (default 90)
 #   --workers N     push-connector worker processes (default 3)
 #   --kills N       SIGKILLs of a random worker, each followed by a restart (default 5)
 #   --limit S       overall time limit of the measurement in seconds (default 900)
@@ -25,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
-JOBS=50000 WORKERS=3 KILLS=5 LIMIT=900 SEED="" BUILD=1 KEEP=0 QUOTA_RATE=0.02 RETRY_TIERS=1,2,5
+JOBS=50000 WORKERS=3 KILLS=5 LIMIT=900 SEED="" BUILD=1 KEEP=0 QUOTA_RATE=0.02 RETRY_TIERS=1,2,5 FEED_SECONDS=90
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) JOBS=$2; shift 2 ;;
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
     --limit) LIMIT=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --quota-rate) QUOTA_RATE=$2; shift 2 ;;
+    --feed-seconds) FEED_SECONDS=$2; shift 2 ;;
     --retry-tiers) RETRY_TIERS=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --keep) KEEP=1; shift ;;
@@ -41,10 +44,10 @@ while [ $# -gt 0 ]; do
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for n in "$JOBS" "$WORKERS" "$KILLS" "$LIMIT" ${SEED:+"$SEED"}; do
+for n in "$JOBS" "$WORKERS" "$KILLS" "$LIMIT" "$FEED_SECONDS" ${SEED:+"$SEED"}; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "run.sh: options take whole numbers, got $n" >&2; exit 2; }
 done
-((JOBS > 0 && WORKERS > 0 && LIMIT > 0)) || { echo "run.sh: --jobs, --workers and --limit must be positive" >&2; exit 2; }
+((JOBS > 0 && WORKERS > 0 && LIMIT > 0 && FEED_SECONDS > 0)) || { echo "run.sh: --jobs, --workers, --limit and --feed-seconds must be positive" >&2; exit 2; }
 SEED=${SEED:-$((RANDOM * 32768 + RANDOM))}
 RANDOM=$((SEED % 32768))
 
@@ -209,8 +212,30 @@ with open(path, "w") as f:
                             "data": {"pushdata.job": str(j)}, "recipients": recipients}, separators=(",", ":")) + "\n")
 PY
 RECIPIENTS=$(python3 -c 'import sys,json; print(sum(len(json.loads(l)["recipients"]) for l in open(sys.argv[1])))' "$WORK/jobs.jsonl")
-log "publishing $JOBS jobs ($RECIPIENTS recipients)"
-"$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$WORK/jobs.jsonl" | sed 's/^/    /'
+# A fifth of the jobs is waiting when the workers start; the rest arrives in batches during the
+# feed window, while the faults strike, so that every fault meets work in progress.
+PRELOAD=$((JOBS / 5))
+BATCH=$(( (JOBS - PRELOAD + 99) / 100 )); ((BATCH > 0)) || BATCH=1
+mkdir -p "$WORK/batches"
+if ((PRELOAD > 0)); then head -n "$PRELOAD" "$WORK/jobs.jsonl" >"$WORK/preload.jsonl"; fi
+tail -n +"$((PRELOAD + 1))" "$WORK/jobs.jsonl" | split -l "$BATCH" -d -a 4 - "$WORK/batches/b-"
+BATCHES=("$WORK"/batches/b-*)
+[ -f "${BATCHES[0]}" ] || BATCHES=()
+PUBLISHED=0 PUBLISH_FAILURES=0
+publish() { # $1 = file: `push-connector send` with confirms; a failed send is reported, then retried once
+  local n out
+  n=$(wc -l <"$1")
+  if out=$(timeout 120 "$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$1" 2>&1); then
+    PUBLISHED=$((PUBLISHED + n)); return 0
+  fi
+  PUBLISH_FAILURES=$((PUBLISH_FAILURES + 1))
+  log "!! publishing $(basename "$1") failed ($out); sending it again (its jobs may now exist twice)"
+  sleep 2
+  if out=$(timeout 120 "$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$1" 2>&1); then PUBLISHED=$((PUBLISHED + n)); return 0; fi
+  log "!! publishing $(basename "$1") failed again ($out)"
+}
+log "publishing $PRELOAD of $JOBS jobs before the workers start ($RECIPIENTS recipients in all)"
+if ((PRELOAD > 0)); then publish "$WORK/preload.jsonl"; fi
 
 # ---------------------------------------------------------------- workers
 start_worker() { # $1 = index
@@ -237,21 +262,11 @@ for ((i = 0; i < WORKERS; i++)); do start_worker "$i"; done
 RUN_T0=$(now_ms)
 log "started $WORKERS workers"
 
-REMAINING=$JOBS
-update_remaining() { # job messages still queued or in flight (job queue + retry tiers); kept when the broker does not answer
-  local d
-  d=$(queue_depths || true)
-  if [ -n "$d" ]; then REMAINING=$(echo "$d" | awk '{t += $2} END {print t + 0}'); fi
-}
-progress() { # share of the published jobs that left the queues, in per mille (retry copies count as work left)
-  local p=$(( (JOBS - REMAINING) * 1000 / JOBS ))
-  echo $((p < 0 ? 0 : p))
-}
 pct() { echo "$(($1 / 10)).$(($1 % 10))%"; }
 
 # ---------------------------------------------------------------- faults
 fault_kill() {
-  local i=$((RANDOM % WORKERS))
+  local i=$(((RANDOM >> 5) % WORKERS))
   kill -9 "${WPID[$i]}" 2>/dev/null || true
   wait "${WPID[$i]}" 2>/dev/null || true
   echo "--- SIGKILL by run.sh" >>"$WORK/logs/worker-$i.log"
@@ -282,38 +297,42 @@ fault_memory_alarm() {
   log "   memory alarm cleared (vm_memory_high_watermark 0.4)"
 }
 
-# The schedule: every fault at a random point of the work (share of the jobs that left the
-# queues), one fault per slot of [5 %, 85 %], in a random order.
+# The schedule: every fault at a random moment of the feed window, one fault per slot of
+# [5 %, 90 %] of it, in a random order; the batches go out evenly over the window. Faults run
+# one at a time (a broker restart takes ~10 s); batches that fell due meanwhile go out after.
 FAULTS=(broker_restart close_all memory_alarm)
 for ((k = 0; k < KILLS; k++)); do FAULTS+=(kill); done
 for ((k = ${#FAULTS[@]} - 1; k > 0; k--)); do
   j=$((RANDOM % (k + 1))); tmp=${FAULTS[k]}; FAULTS[k]=${FAULTS[j]}; FAULTS[j]=$tmp
 done
-declare -a AT=()
-slot=$((800 / ${#FAULTS[@]}))
+declare -a AT=()   # per mille of the feed window
+slot=$((850 / ${#FAULTS[@]}))
 for k in "${!FAULTS[@]}"; do AT[k]=$((50 + k * slot + RANDOM % slot)); done
+FEED_MS=$((FEED_SECONDS * 1000))
 schedule=""
-for k in "${!FAULTS[@]}"; do schedule+=" ${FAULTS[$k]}@$(pct "${AT[k]}")"; done
-log "fault schedule (share of the jobs done):$schedule"
+for k in "${!FAULTS[@]}"; do schedule+=" ${FAULTS[$k]}@$((AT[k] * FEED_SECONDS / 1000))s"; done
+log "feeding ${#BATCHES[@]} batches of $BATCH jobs over ${FEED_SECONDS}s; faults at (s after the workers started):$schedule"
 
-STALL_MS=30000   # a fault fires anyway when the queues stand still this long
-for k in "${!FAULTS[@]}"; do
-  last=-1; since=$(now_ms)
-  while :; do
-    past_deadline && break 2
-    check_workers
-    update_remaining
-    (($(progress) >= AT[k])) && break
-    if ((REMAINING != last)); then last=$REMAINING; since=$(now_ms); fi
-    if (( $(now_ms) - since >= STALL_MS )); then log "no progress for $((STALL_MS / 1000)) s at $(pct "$(progress)") ($REMAINING job messages left); firing anyway"; break; fi
-    sleep 1
-  done
-  log "fault $((k + 1))/${#FAULTS[@]}: ${FAULTS[$k]} at $(pct "$(progress)") done ($REMAINING job messages left)"
-  "fault_${FAULTS[$k]}"
+next_fault=0 next_batch=0
+while ((next_fault < ${#FAULTS[@]} || next_batch < ${#BATCHES[@]})); do
+  past_deadline && { log "!! time limit reached while feeding"; break; }
+  check_workers
+  t=$(( $(now_ms) - RUN_T0 ))
+  if ((next_fault < ${#FAULTS[@]} && t >= AT[next_fault] * FEED_MS / 1000)); then
+    log "fault $((next_fault + 1))/${#FAULTS[@]}: ${FAULTS[$next_fault]} ($PUBLISHED jobs published so far)"
+    "fault_${FAULTS[$next_fault]}"
+    next_fault=$((next_fault + 1))
+  elif ((next_batch < ${#BATCHES[@]} && t >= next_batch * FEED_MS / ${#BATCHES[@]})); then
+    publish "${BATCHES[$next_batch]}"
+    next_batch=$((next_batch + 1))
+  else
+    sleep 0.1
+  fi
 done
+log "published $PUBLISHED jobs ($PUBLISH_FAILURES failed send(s)); all faults injected"
 
 # ---------------------------------------------------------------- drain
-log "all faults injected; waiting until push.jobs and the retry tiers are empty"
+log "waiting until push.jobs and the retry tiers are empty"
 DRAINED=0 zero_checks=0 last_report=0
 while ! past_deadline; do
   check_workers
@@ -359,7 +378,7 @@ done >"$WORK/worker-log-summary.txt"
 rc=0
 python3 "$ROOT/bench/chaos/report.py" --jobs "$WORK/jobs.jsonl" --results "$WORK/results.jsonl" \
   --dlq "$WORK/dlq.jsonl" --dlq-stats "$WORK/dlq-stats.json" --emulator-messages "$WORK/emulator-messages.json" \
-  --emulator-stats "$WORK/emulator-stats.json" --run-seconds "$((RUN_MS / 1000))" --drained "$DRAINED" \
+  --emulator-stats "$WORK/emulator-stats.json" --run-seconds "$((RUN_MS / 1000))" --published "$PUBLISHED" --publish-failures "$PUBLISH_FAILURES" --drained "$DRAINED" \
   --final-depths "$(echo "$FINAL_DEPTHS" | tr '\n' ' ')" --unexpected-exits "$UNEXPECTED_EXITS" \
   --worker-logs "$WORK/worker-log-summary.txt" --seed "$SEED" || rc=$?
 log "wall time of the measurement: $(elapsed) s"
