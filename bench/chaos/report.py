@@ -35,6 +35,8 @@ def main():
     a.add_argument("--drained", type=int, required=True)
     a.add_argument("--unexpected-exits", type=int, required=True)
     a.add_argument("--published", type=int, required=True)
+    a.add_argument("--dlq-depth", type=int, required=True)
+    a.add_argument("--results-depth", type=int, required=True)
     a.add_argument("--publish-failures", type=int, required=True)
     args = a.parse_args()
 
@@ -123,15 +125,16 @@ def main():
       + ("" if args.drained else "  (NOT DRAINED: time limit)"))
     if not args.drained:
         p(f"  still queued            {args.final_depths.strip() or '(broker did not answer)'}")
-    p(f"results                   {sum(outcomes.values())} read from push.results")
+    p(f"results                   {sum(outcomes.values())} read from push.results (it held {args.results_depth})")
     p(f"  by outcome              {fmt(dict(sorted(outcomes.items())))}")
     if wrong_outcome:
         p(f"  WRONG outcome           {fmt(dict(wrong_outcome))}")
     if unreadable_results or unknown_result_tokens:
         p(f"  unreadable / unknown    {unreadable_results} / {unknown_result_tokens}")
-    p(f"dead-lettered             {dlq_messages} message(s) in push.jobs.dlq holding {sum(dlq_tokens.values())} recipient(s)"
-      f" ({len(dlq_tokens)} distinct)")
-    p(f"  by code (dlq stats)     {fmt(dlq_stats.get('by_code', {}))}")
+    p(f"dead-lettered             {args.dlq_depth} message(s) in push.jobs.dlq; {dlq_messages} exported, holding "
+      f"{sum(dlq_tokens.values())} recipient(s) ({len(dlq_tokens)} distinct)")
+    p(f"  by code (dlq stats)     {fmt(dlq_stats.get('by_code', {})) if dlq_stats else 'dlq stats did not finish'}")
+    p(f"  by code (export)        {fmt(dict(dlq_codes.most_common()))}")
     if dlq_unreadable:
         p(f"  without recipients      {dlq_unreadable} (not a job body)")
     p(f"lost                      {len(lost)} recipient(s) with neither a result nor a dead letter")
@@ -150,6 +153,7 @@ def main():
     if not ring_complete:
         p(f"  WARNING                 the record holds {len(recorded)} of {totals.get('sent', 0)} sends (ring too small)")
     p(f"emulator answers          {fmt(dict(sorted(totals.items())))}; tokens issued {emulator_stats.get('tokens_issued')}")
+    p("worker logs               (warnings and errors; most frequent messages)")
     with open(args.worker_logs, encoding="utf-8") as f:
         for line in f:
             p(f"  {line.rstrip()}")
@@ -160,6 +164,10 @@ def main():
         failures.append(f"{len(lost)} recipient(s) lost")
     if not args.drained:
         failures.append("work unfinished at the time limit")
+    if args.dlq_depth < 0 or dlq_messages != args.dlq_depth:
+        failures.append(f"the DLQ export read {dlq_messages} of {args.dlq_depth} dead letters: the account is incomplete")
+    if args.results_depth < 0 or sum(outcomes.values()) + unreadable_results != args.results_depth:
+        failures.append(f"read {sum(outcomes.values()) + unreadable_results} of {args.results_depth} results: the account is incomplete")
     if args.published != jobs:
         failures.append(f"only {args.published} of {jobs} jobs were published")
     if wrong_outcome:

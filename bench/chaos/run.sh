@@ -364,22 +364,37 @@ WPID=()
 
 # ---------------------------------------------------------------- account
 log "reading results, dead letters and the emulator's record"
-remaining=$(( (DEADLINE - $(now_ms)) / 1000 )); ((remaining > 60)) || remaining=60
-timeout "$remaining" "$PC" results "${BROKER_ARGS[@]}" --count 1000000 --timeout 3 >"$WORK/results.jsonl" 2>"$WORK/logs/results.err" || true
-timeout 120 "$PC" dlq stats --json "${BROKER_ARGS[@]}" >"$WORK/dlq-stats.json" 2>"$WORK/logs/dlq.err" || echo '{}' >"$WORK/dlq-stats.json"
+budget() { local r=$(( (DEADLINE - $(now_ms)) / 1000 )); echo $((r > 60 ? r : 60)); }
+ctl "list_queues name messages" 2>/dev/null | awk '$1 == "push.results" || $1 == "push.jobs.dlq" {print $1, $2}' >"$WORK/final-depths.txt" || true
+RESULTS_DEPTH=$(awk '$1 == "push.results" {print $2}' "$WORK/final-depths.txt")
+DLQ_DEPTH=$(awk '$1 == "push.jobs.dlq" {print $2}' "$WORK/final-depths.txt")
+log "   push.results holds ${RESULTS_DEPTH:-?} result(s), push.jobs.dlq ${DLQ_DEPTH:-?} dead letter(s)"
+t=$(now_ms)
+timeout "$(budget)" "$PC" results "${BROKER_ARGS[@]}" --count 1000000 --timeout 3 >"$WORK/results.jsonl" 2>"$WORK/logs/results.err" || true
+log "   push-connector results: $(wc -l <"$WORK/results.jsonl") result(s) in $(( ($(now_ms) - t) / 1000 )) s"
+t=$(now_ms)
 rm -f "$WORK/dlq.jsonl"
-timeout 120 "$PC" dlq export "$WORK/dlq.jsonl" --json "${BROKER_ARGS[@]}" >/dev/null 2>>"$WORK/logs/dlq.err" || : >"$WORK/dlq.jsonl"
+timeout "$(budget)" "$PC" dlq export "$WORK/dlq.jsonl" --json "${BROKER_ARGS[@]}" >/dev/null 2>>"$WORK/logs/dlq.err" || true
+[ -f "$WORK/dlq.jsonl" ] || : >"$WORK/dlq.jsonl"
+log "   push-connector dlq export: $(wc -l <"$WORK/dlq.jsonl") dead letter(s) in $(( ($(now_ms) - t) / 1000 )) s"
+t=$(now_ms)
+timeout "$(budget)" "$PC" dlq stats --json "${BROKER_ARGS[@]}" >"$WORK/dlq-stats.json" 2>>"$WORK/logs/dlq.err" || echo '{}' >"$WORK/dlq-stats.json"
+log "   push-connector dlq stats: $(( ($(now_ms) - t) / 1000 )) s"
 emulator /_emulator/messages >"$WORK/emulator-messages.json"
 emulator /_emulator/stats >"$WORK/emulator-stats.json"
 for i in $(seq 0 $((WORKERS - 1))); do
-  printf 'worker %s: %s warning/error line(s)\n' "$i" "$(grep -cE '"level":"(warning|error)"|\b(WARN|ERROR|warning|error)\b' "$WORK/logs/worker-$i.log" || true)"
+  printf 'worker %s log: %s\n' "$i" "$(awk '$2 == "warn" || $2 == "error" {n[$2]++} END {for (l in n) printf "%s %d  ", l, n[l]}' "$WORK/logs/worker-$i.log")"
 done >"$WORK/worker-log-summary.txt"
+# the most frequent warnings, without timestamps and variable details
+cat "$WORK"/logs/worker-*.log | awk '$2 == "warn" || $2 == "error"' | cut -d' ' -f2- \
+  | sed -E 's/ (error|in|reason)=.*//' | sort | uniq -c | sort -rn | head -8 | sed 's/^/  /' >>"$WORK/worker-log-summary.txt"
 
 rc=0
 python3 "$ROOT/bench/chaos/report.py" --jobs "$WORK/jobs.jsonl" --results "$WORK/results.jsonl" \
   --dlq "$WORK/dlq.jsonl" --dlq-stats "$WORK/dlq-stats.json" --emulator-messages "$WORK/emulator-messages.json" \
   --emulator-stats "$WORK/emulator-stats.json" --run-seconds "$((RUN_MS / 1000))" --published "$PUBLISHED" --publish-failures "$PUBLISH_FAILURES" --drained "$DRAINED" \
   --final-depths "$(echo "$FINAL_DEPTHS" | tr '\n' ' ')" --unexpected-exits "$UNEXPECTED_EXITS" \
-  --worker-logs "$WORK/worker-log-summary.txt" --seed "$SEED" || rc=$?
+  --worker-logs "$WORK/worker-log-summary.txt" --seed "$SEED" \
+  --dlq-depth "${DLQ_DEPTH:--1}" --results-depth "${RESULTS_DEPTH:--1}" || rc=$?
 log "wall time of the measurement: $(elapsed) s"
 exit "$rc"
