@@ -123,8 +123,11 @@ def main():
         p(f"  failed sends            {args.publish_failures} batch(es) had to be sent again (their jobs may exist twice)")
     p(f"work time                 {args.run_seconds} s from the workers' start to empty queues"
       + ("" if args.drained else "  (NOT DRAINED: time limit)"))
-    if not args.drained:
-        p(f"  still queued            {args.final_depths.strip() or '(broker did not answer)'}")
+    with open(args.final_depths, encoding="utf-8") as f:
+        depths = {name: int(n) for name, n in (line.split() for line in f if len(line.split()) == 2 and line.split()[1].isdigit())}
+    queued = {q: n for q, n in depths.items() if (q == "push.jobs" or q.startswith("push.retry.")) and n > 0}
+    if queued or not depths:
+        p(f"  still queued            {fmt(queued) if depths else '(broker did not answer)'}")
     p(f"results                   {sum(outcomes.values())} read from push.results (it held {args.results_depth})")
     p(f"  by outcome              {fmt(dict(sorted(outcomes.items())))}")
     if wrong_outcome:
@@ -164,6 +167,8 @@ def main():
         failures.append(f"{len(lost)} recipient(s) lost")
     if not args.drained:
         failures.append("work unfinished at the time limit")
+    if queued:
+        failures.append(f"{sum(queued.values())} job message(s) still queued at the end")
     if args.dlq_depth < 0 or dlq_messages != args.dlq_depth:
         failures.append(f"the DLQ export read {dlq_messages} of {args.dlq_depth} dead letters: the account is incomplete")
     if args.results_depth < 0 or sum(outcomes.values()) + unreadable_results != args.results_depth:

@@ -137,8 +137,12 @@ broker_kill() {
   # epmd keeps the node name registered only while the node lives; nothing else to stop
   return 0
 }
-queue_depths() { # "name messages" per line, for our topology's job queue and retry tiers
-  ctl "list_queues name messages" 2>/dev/null | awk '$1 == "push.jobs" || $1 ~ /^push\.retry\./ {print $1, $2}'
+queue_depths() { # "name messages" per line for the job queue and the retry tiers; nothing unless all are up
+  local out
+  out=$(ctl "list_queues name messages state" 2>/dev/null | awk '$1 == "push.jobs" || $1 ~ /^push\.retry\./') || return 1
+  # a quorum queue without a leader yet (after a node restart) reports no usable count
+  if [ -z "$out" ] || echo "$out" | awk '$3 != "running" || $2 !~ /^[0-9]+$/ {bad = 1} END {exit !bad}'; then return 1; fi
+  echo "$out" | awk '{print $1, $2}'
 }
 
 # ---------------------------------------------------------------- the measurement (under the CPU lock)
@@ -284,6 +288,9 @@ fault_broker_restart() {
   t=$(now_ms)
   broker_launch
   log "   broker node started again in $(( $(now_ms) - t )) ms"
+  local i
+  for i in $(seq 60); do queue_depths >/dev/null && break; sleep 1; done
+  log "   queues running again: $(queue_depths | tr '\n' ' ')"
 }
 fault_close_all() {
   ctl "close_all_connections 'chaos run'" >/dev/null
@@ -339,7 +346,7 @@ while ! past_deadline; do
   depths=$(queue_depths || true)
   if [ -n "$depths" ] && (($(echo "$depths" | awk '{t += $2} END {print t + 0}') == 0)); then
     zero_checks=$((zero_checks + 1))
-    ((zero_checks >= 2)) && { DRAINED=1; break; }
+    ((zero_checks >= 3)) && { DRAINED=1; break; }
   else
     zero_checks=0
     if (( $(now_ms) - last_report >= 10000 )); then
@@ -353,6 +360,7 @@ RUN_MS=$(( $(now_ms) - RUN_T0 ))
 if ((DRAINED)); then log "drained: every queue empty after $((RUN_MS / 1000)) s of work"; else log "!! time limit reached before the queues drained"; fi
 FINAL_DEPTHS=$(queue_depths || true)
 
+log "   left in the queues: $(echo "$FINAL_DEPTHS" | tr '\n' ' ')"
 log "stopping the workers (SIGTERM)"
 for i in "${!WPID[@]}"; do kill -TERM "${WPID[$i]}" 2>/dev/null || true; done
 for i in "${!WPID[@]}"; do
@@ -365,7 +373,7 @@ WPID=()
 # ---------------------------------------------------------------- account
 log "reading results, dead letters and the emulator's record"
 budget() { local r=$(( (DEADLINE - $(now_ms)) / 1000 )); echo $((r > 60 ? r : 60)); }
-ctl "list_queues name messages" 2>/dev/null | awk '$1 == "push.results" || $1 == "push.jobs.dlq" {print $1, $2}' >"$WORK/final-depths.txt" || true
+ctl "list_queues name messages" 2>/dev/null | awk '$1 ~ /^push\./ {print $1, $2}' | sort >"$WORK/final-depths.txt" || true
 RESULTS_DEPTH=$(awk '$1 == "push.results" {print $2}' "$WORK/final-depths.txt")
 DLQ_DEPTH=$(awk '$1 == "push.jobs.dlq" {print $2}' "$WORK/final-depths.txt")
 log "   push.results holds ${RESULTS_DEPTH:-?} result(s), push.jobs.dlq ${DLQ_DEPTH:-?} dead letter(s)"
@@ -393,7 +401,7 @@ rc=0
 python3 "$ROOT/bench/chaos/report.py" --jobs "$WORK/jobs.jsonl" --results "$WORK/results.jsonl" \
   --dlq "$WORK/dlq.jsonl" --dlq-stats "$WORK/dlq-stats.json" --emulator-messages "$WORK/emulator-messages.json" \
   --emulator-stats "$WORK/emulator-stats.json" --run-seconds "$((RUN_MS / 1000))" --published "$PUBLISHED" --publish-failures "$PUBLISH_FAILURES" --drained "$DRAINED" \
-  --final-depths "$(echo "$FINAL_DEPTHS" | tr '\n' ' ')" --unexpected-exits "$UNEXPECTED_EXITS" \
+  --final-depths "$WORK/final-depths.txt" --unexpected-exits "$UNEXPECTED_EXITS" \
   --worker-logs "$WORK/worker-log-summary.txt" --seed "$SEED" \
   --dlq-depth "${DLQ_DEPTH:--1}" --results-depth "${RESULTS_DEPTH:--1}" || rc=$?
 log "wall time of the measurement: $(elapsed) s"
