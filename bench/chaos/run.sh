@@ -290,7 +290,7 @@ fault_broker_restart() {
   log "   broker node started again in $(( $(now_ms) - t )) ms"
   local i
   for i in $(seq 60); do queue_depths >/dev/null && break; sleep 1; done
-  log "   queues running again: $(queue_depths | tr '\n' ' ')"
+  log "   queues running again: $(queue_depths | tr '\n' ' ')(counts right after a restart can read 0 for a few seconds)"
 }
 fault_close_all() {
   ctl "close_all_connections 'chaos run'" >/dev/null
@@ -340,13 +340,16 @@ log "published $PUBLISHED jobs ($PUBLISH_FAILURES failed send(s)); all faults in
 
 # ---------------------------------------------------------------- drain
 log "waiting until push.jobs and the retry tiers are empty"
-DRAINED=0 zero_checks=0 last_report=0
+DRAINED=0 zero_checks=0 zero_since=0 last_report=0
 while ! past_deadline; do
   check_workers
   depths=$(queue_depths || true)
   if [ -n "$depths" ] && (($(echo "$depths" | awk '{t += $2} END {print t + 0}') == 0)); then
+    # Empty for 10 s in a row: right after a node restart the quorum queues answer "running"
+    # with 0 messages for a few seconds while they replay their log.
+    ((zero_checks == 0)) && zero_since=$(now_ms)
     zero_checks=$((zero_checks + 1))
-    ((zero_checks >= 3)) && { DRAINED=1; break; }
+    ((zero_checks >= 3 && $(now_ms) - zero_since >= 10000)) && { DRAINED=1; break; }
   else
     zero_checks=0
     if (( $(now_ms) - last_report >= 10000 )); then
