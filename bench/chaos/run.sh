@@ -24,6 +24,7 @@
 # dead letter; 1 on any loss, on unfinished work at the time limit, or on a setup failure.
 # shellcheck disable=SC2317  # stop_all runs from the EXIT trap, fault_* from the schedule
 set -euo pipefail
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/../.."
 ROOT=$(pwd)
 
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --retry-tiers) RETRY_TIERS=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --keep) KEEP=1; shift ;;
-    -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^# shellcheck/p' "$SELF" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
