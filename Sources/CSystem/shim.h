@@ -7,8 +7,3 @@
 static inline int pc_set_dumpable(int value) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0UL, 0UL, 0UL);
 }
-
-/// prctl(PR_GET_DUMPABLE): 1 when the process may dump core, 0 when not.
-static inline int pc_get_dumpable(void) {
-    return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
-}

@@ -111,6 +111,20 @@ func temporaryDirectory() throws -> String {
         #expect(err.contains("[PROJECT_ID]"))
     }
 
+    @Test func plainHTTPFcmURLBeyondLoopbackIsRefusedNamingTheFlag() async throws {
+        let base = ["push", "--config", "/nonexistent/apps.json", "--app-id", "a", "--token", "t"]
+        let (code, _, err) = await runCLI(base + ["--fcm-url", "http://fcm.example.com"])
+        #expect(code == 2)
+        #expect(err.contains("--fcm-url \"http://fcm.example.com\": http:// is allowed only for a loopback host"), "\(err)")
+        #expect(err.contains("--allow-insecure-http"))
+        // With the flag (or on loopback) the URL passes and the next problem is the missing file.
+        for extra in [["--fcm-url", "http://fcm.example.com", "--allow-insecure-http"], ["--fcm-url", "http://127.0.0.1:9"]] {
+            let (otherCode, _, otherErr) = await runCLI(base + extra)
+            #expect(otherCode == 2)
+            #expect(!otherErr.contains("loopback") && otherErr.contains("apps.json"), "\(otherErr)")
+        }
+    }
+
     @Test func configCheckRefusesAnUnreadableCredentialsFile() async throws {
         let dir = try temporaryDirectory()
         let file = "\(dir)/apps.json"

@@ -20,12 +20,5 @@ public enum ProcessHardening {
         return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 
-    /// True when core dumps are off: RLIMIT_CORE is 0 and the process is not dumpable.
-    public static var coreDumpsDisabled: Bool {
-        var limit = rlimit()
-        guard getrlimit(RLIMIT_CORE_ID, &limit) == 0 else { return false }
-        return limit.rlim_cur == 0 && limit.rlim_max == 0 && pc_get_dumpable() == 0
-    }
-
     private static var RLIMIT_CORE_ID: __rlimit_resource_t { __rlimit_resource_t(RLIMIT_CORE.rawValue) }
 }
