@@ -58,6 +58,12 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
         else if url.hasPrefix("amqps://") { scheme = "amqps"; rest = url.dropFirst(8) }
         else { throw .invalidURL("the URL must start with amqp:// or amqps:// (got \(Self.redact(url)))") }
 
+        // A user name or password with an unencoded `/`, `?` or `#` would split the URL before its
+        // `@`, turning part of the password into a host, port or vhost (and into log lines).
+        if let cut = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }), rest[cut...].contains("@") {
+            throw .invalidURL("ambiguous AMQP URL: an '@' follows a '/', '?' or '#'; percent-encode these characters "
+                              + "in the user name and password (%2F, %3F, %23, %40)")
+        }
         var authority = rest
         var path: Substring? = nil
         var query: Substring? = nil
@@ -109,8 +115,9 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
         var tls: TLS? = scheme == "amqps" ? TLS() : nil
         var heartbeat = 30
         for item in (query ?? "").split(separator: "&") {
-            let pair = item.split(separator: "=", maxSplits: 1)
+            let pair = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = String(pair[0])
+            guard !key.isEmpty else { throw .invalidURL("a query parameter of the AMQP URL has no name") }
             let value = pair.count > 1 ? try Self.decode(pair[1], key) : ""
             switch key {
             case "heartbeat":

@@ -23,7 +23,7 @@ public enum EmulatorCommandLine {
     A local FCM HTTP v1 + OAuth2 emulator. Without TLS flags it serves HTTP/2 cleartext (prior
     knowledge) and HTTP/1.1 on the same port; it prints "listening on URL" once ready.
       --listen HOST:PORT        default 127.0.0.1:8085 (port 0 picks a free port)
-      --no-auth                 messages:send needs no bearer token
+      --no-auth                 messages:send needs no bearer token; /token accepts any well-formed assertion
       --token-lifetime S        expires_in of issued access tokens (default 3600)
       --token-expire-early S    fault: access tokens stop working after S seconds
       --latency MS|MIN-MAX      added delay of every send answer, fixed or uniform

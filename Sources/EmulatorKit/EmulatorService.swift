@@ -16,7 +16,8 @@ final class EmulatorService: Sendable {
         self.configuration = configuration
         self.store = RecordStore(capacity: configuration.recordCapacity)
         self.oauth = OAuthTokenEndpoint(accounts: accounts, lifetime: configuration.accessTokenLifetime,
-                                        earlyExpiry: configuration.accessTokenEarlyExpiry)
+                                        earlyExpiry: configuration.accessTokenEarlyExpiry,
+                                        acceptAnySigner: !configuration.requireAuth)
         self.idPrefix = "0:\(UInt64(Date().timeIntervalSince1970 * 1000))%"
     }
 
@@ -37,7 +38,7 @@ final class EmulatorService: Sendable {
         case ("GET", "/_emulator/stats"): return .json(200, store.stats().json)
         case ("GET", "/_emulator/health"), ("GET", "/"): return .json(200, "{\"status\":\"ok\"}")
         case (_, "/token"), (_, "/_emulator/messages"), (_, "/_emulator/stats"): return .error(.methodNotAllowed())
-        default: return .error(.notFound("The requested URL \(path) was not found on this server."))
+        default: return .frontEndNotFound(path: String(path))
         }
     }
 

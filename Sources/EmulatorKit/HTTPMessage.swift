@@ -39,6 +39,16 @@ struct HTTPResponse: Sendable {
         json(e.httpStatus, e.body, extraHeaders: e.retryAfter.map { [("retry-after", String($0))] } ?? [])
     }
 
+    /// What Google's front end answers for a path no API serves: an HTML page, not an API error
+    /// (so a wrong `--fcm-url` path is seen as it is in production).
+    static func frontEndNotFound(path: String) -> HTTPResponse {
+        let safePath = String(path.prefix(200).unicodeScalars.filter { $0.isASCII && $0 != "<" && $0 != ">" && $0 != "&" })
+        let page = "<!DOCTYPE html>\n<html lang=en>\n  <meta charset=utf-8>\n  <title>Error 404 (Not Found)!!1</title>\n"
+            + "  <p><b>404.</b> <ins>That's an error.</ins>\n  <p>The requested URL <code>\(safePath)</code> was not found on this server."
+            + "  <ins>That's all we know.</ins>\n"
+        return HTTPResponse(status: 404, headers: [("content-type", "text/html; charset=UTF-8")], body: Array(page.utf8))
+    }
+
     static func reason(_ status: Int) -> String {
         switch status {
         case 100: return "Continue"

@@ -41,6 +41,7 @@ enum MessageValidator {
         if let apns = member(message, "apns") {
             try checkAnalyticsLabel(member(member(apns, "fcm_options"), "analytics_label"), path: "message.apns.fcm_options.analytics_label")
             try checkImageURL(member(member(apns, "fcm_options"), "image"), path: "message.apns.fcm_options.image")
+            try FieldRules.checkApns(apns, path: "message.apns")
         }
         if let webpush = member(message, "webpush") {
             let options = member(webpush, "fcm_options")
@@ -48,6 +49,7 @@ enum MessageValidator {
             if case .string(let link)? = member(options, "link"), !link.lowercased().hasPrefix("https://") {
                 throw .invalidArgument("Invalid value at 'message.webpush.fcm_options.link': the link must be an HTTPS URL.")
             }
+            try FieldRules.checkWebpush(webpush, path: "message.webpush")
         }
         let encoded = try checkSize(message, target: target)
         return ValidSend(message: message, messageJSON: encoded, target: target, validateOnly: validateOnly)
@@ -128,6 +130,8 @@ enum MessageValidator {
             }
         case .condition(let condition) where condition.trimmingSpaces.isEmpty:
             throw .invalidArgument("Invalid value at 'message.condition': the condition is empty.")
+        case .condition(let condition) where FieldRules.topicCount(condition) > 5:
+            throw .invalidArgument("Invalid value at 'message.condition': a condition may name at most 5 topics.")
         default: break
         }
         return target
@@ -159,6 +163,9 @@ enum MessageValidator {
         }
         try checkData(member(android, "data"), path: "message.android.data", reserved: true)
         try checkImageURL(member(member(android, "notification"), "image"), path: "message.android.notification.image")
+        if let notification = member(android, "notification") {
+            try FieldRules.checkAndroidNotification(notification, path: "message.android.notification")
+        }
         try checkAnalyticsLabel(member(member(android, "fcm_options"), "analytics_label"), path: "message.android.fcm_options.analytics_label")
     }
 

@@ -18,11 +18,15 @@ final class OAuthTokenEndpoint: Sendable {
     /// Access token → monotonic deadline (ns).
     private let issued = Mutex([String: UInt64]())
     private let ownTokenURL = Mutex<String?>(nil)
+    /// `--no-auth`: any well-formed assertion gets a token, whoever signed it (local development
+    /// with any service account). The JWT's shape, claims and lifetime are still checked.
+    private let acceptAnySigner: Bool
 
-    init(accounts: [ServiceAccountKey], lifetime: Duration, earlyExpiry: Duration?) {
+    init(accounts: [ServiceAccountKey], lifetime: Duration, earlyExpiry: Duration?, acceptAnySigner: Bool = false) {
         self.accounts = Mutex(accounts)
         self.lifetime = lifetime
         self.earlyExpiry = earlyExpiry
+        self.acceptAnySigner = acceptAnySigner
     }
 
     func setOwnTokenURL(_ url: String) { ownTokenURL.withLock { $0 = url } }
@@ -81,13 +85,17 @@ final class OAuthTokenEndpoint: Sendable {
             throw .invalidGrant("Invalid JWT: malformed assertion.")
         }
         guard header["alg"]?.stringValue == "RS256" else { throw .invalidGrant("Invalid JWT: alg must be RS256.") }
-        guard let issuer = claims["iss"]?.stringValue else { throw .invalidGrant("Invalid JWT: missing iss.") }
-        let kid = header["kid"]?.stringValue
-        let candidates = accounts.withLock { $0 }.filter { $0.clientEmail == issuer && (kid == nil || $0.privateKeyID == nil || $0.privateKeyID == kid) }
-        guard !candidates.isEmpty else { throw .invalidGrant("Invalid JWT: unknown issuer or key id.") }
-        let signingInput = Array(assertion.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard candidates.contains(where: { $0.key.verifyRS256(signature: signature, data: signingInput) }) else {
-            throw .invalidGrant("Invalid JWT Signature.")
+        guard let issuer = claims["iss"]?.stringValue, !issuer.isEmpty else { throw .invalidGrant("Invalid JWT: missing iss.") }
+        if acceptAnySigner {
+            guard !signature.isEmpty else { throw .invalidGrant("Invalid JWT Signature.") }
+        } else {
+            let kid = header["kid"]?.stringValue
+            let candidates = accounts.withLock { $0 }.filter { $0.clientEmail == issuer && (kid == nil || $0.privateKeyID == nil || $0.privateKeyID == kid) }
+            guard !candidates.isEmpty else { throw .invalidGrant("Invalid JWT: unknown issuer or key id.") }
+            let signingInput = Array(assertion.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+            guard candidates.contains(where: { $0.key.verifyRS256(signature: signature, data: signingInput) }) else {
+                throw .invalidGrant("Invalid JWT Signature.")
+            }
         }
         let own = ownTokenURL.withLock { $0 }
         guard let audience = claims["aud"]?.stringValue,

@@ -14,7 +14,9 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDe
     }
 
     /// Parses a token endpoint answer `{access_token, expires_in, token_type}` received at `now`.
-    static func parse(httpStatus: Int, body: [UInt8], now: Date) throws(OAuthError) -> AccessToken {
+    /// `minimumLifetime` floors `expires_in` (see `defaultMinimumLifetime`).
+    static func parse(httpStatus: Int, body: [UInt8], now: Date,
+                      minimumLifetime: TimeInterval = defaultMinimumLifetime) throws(OAuthError) -> AccessToken {
         let json = try? JSONValue.parse(body)
         guard (200..<300).contains(httpStatus) else {
             if (400..<500).contains(httpStatus), httpStatus != 408, httpStatus != 429 {
@@ -29,9 +31,19 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDe
         if let type = json["token_type"]?.stringValue, type.lowercased() != "bearer" {
             throw .malformedResponse(httpStatus: httpStatus)
         }
-        let lifetime = json["expires_in"].flatMap(\.intValue).map(Double.init) ?? 3600
+        let announced = json["expires_in"].flatMap(\.intValue).map(Double.init) ?? 3600
+        // A token endpoint announcing 0 or 1 s must not make every send fetch a token.
+        let lifetime = min(max(announced, minimumLifetime), maximumLifetime)
         return AccessToken(value: value, expiresAt: now.addingTimeInterval(lifetime))
     }
+
+    /// Shortest lifetime a token is kept for, whatever `expires_in` says (Google issues 3600 s):
+    /// a token endpoint answering `expires_in: 0` must not make every send fetch a token. If such a
+    /// token is refused early, the 401 → refresh → 401 path ends in an auth failure that pauses
+    /// the project, so fetches stay bounded either way.
+    public static let defaultMinimumLifetime: TimeInterval = 60
+    /// Longest lifetime believed (Google's tokens live at most 12 h).
+    public static let maximumLifetime: TimeInterval = 43_200
 
     public var description: String { "AccessToken(<redacted>, expires: \(expiresAt))" }
     public var debugDescription: String { description }

@@ -5,12 +5,16 @@ import Foundation
 public actor AccessTokenSource {
     private struct Entry {
         var token: AccessToken?
+        /// When `token` is refreshed: `refreshMargin` before expiry, or half-way through its
+        /// lifetime when that is shorter (so a short-lived token is still reused).
+        var refreshAt: Date?
         var refresh: Task<AccessToken, any Error>?
         var signer: RSASigner?
     }
 
     private let transport: any HTTPTransport
     private let refreshMargin: TimeInterval
+    private let minimumLifetime: TimeInterval
     private let now: @Sendable () -> Date
     private var entries: [String: Entry] = [:]
     /// How many token requests were sent to token endpoints (for metrics and tests).
@@ -18,20 +22,28 @@ public actor AccessTokenSource {
 
     /// - Parameters:
     ///   - refreshMargin: refresh this long before expiry (the Google SDKs use 4–5 minutes).
+    ///   - minimumLifetime: a shorter `expires_in` is raised to this (no refresh storms).
     ///   - now: wall clock, injectable for tests.
     public init(transport: any HTTPTransport, refreshMargin: Duration = .seconds(300),
+                minimumLifetime: Duration = .seconds(Int64(AccessToken.defaultMinimumLifetime)),
                 now: @escaping @Sendable () -> Date = { Date() }) {
         self.transport = transport
-        let (seconds, attoseconds) = refreshMargin.components
-        self.refreshMargin = TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+        self.refreshMargin = Self.seconds(refreshMargin)
+        self.minimumLifetime = Self.seconds(minimumLifetime)
         self.now = now
     }
 
-    /// A token for `account` that is valid for at least `refreshMargin` (fetching one if needed).
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+
+    /// A token for `account` that is valid for at least `refreshMargin` (fetching one if needed);
+    /// a token shorter-lived than twice the margin is reused for the first half of its life.
     public func token(for account: ServiceAccount) async throws(OAuthError) -> AccessToken {
         let key = account.cacheKey
         var entry = entries[key] ?? Entry()
-        if let token = entry.token, token.expiresAt.timeIntervalSince(now()) > refreshMargin {
+        if let token = entry.token, let refreshAt = entry.refreshAt, now() < refreshAt {
             return token
         }
         let refresh: Task<AccessToken, any Error>
@@ -47,7 +59,10 @@ public actor AccessTokenSource {
             }
             let transport = self.transport
             let now = self.now
-            refresh = Task { try await Self.fetch(account: account, signer: signer, transport: transport, now: now) }
+            let minimumLifetime = self.minimumLifetime
+            refresh = Task {
+                try await Self.fetch(account: account, signer: signer, transport: transport, minimumLifetime: minimumLifetime, now: now)
+            }
             entry.refresh = refresh
             entries[key] = entry
             fetchCount += 1
@@ -55,8 +70,10 @@ public actor AccessTokenSource {
         do {
             let token = try await refresh.value
             if entries[key]?.refresh == refresh {
+                let lifetime = token.expiresAt.timeIntervalSince(now())
                 entries[key]?.refresh = nil
                 entries[key]?.token = token
+                entries[key]?.refreshAt = token.expiresAt.addingTimeInterval(-min(refreshMargin, max(lifetime, 0) / 2))
             }
             return token
         } catch {
@@ -70,11 +87,14 @@ public actor AccessTokenSource {
     /// cause one refresh.
     public func invalidate(_ token: AccessToken, for account: ServiceAccount) {
         let key = account.cacheKey
-        if entries[key]?.token == token { entries[key]?.token = nil }
+        if entries[key]?.token == token {
+            entries[key]?.token = nil
+            entries[key]?.refreshAt = nil
+        }
     }
 
     private static func fetch(account: ServiceAccount, signer: RSASigner, transport: any HTTPTransport,
-                              now: @Sendable () -> Date) async throws -> AccessToken {
+                              minimumLifetime: TimeInterval, now: @Sendable () -> Date) async throws -> AccessToken {
         let issuedAt = Int64(now().timeIntervalSince1970)
         let assertion = try JWTAssertion(account: account).signed(with: signer, issuedAt: issuedAt)
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
@@ -87,7 +107,7 @@ public actor AccessTokenSource {
         case .failure(let error):
             throw OAuthError.transport(error.code)
         case .success(let response):
-            return try AccessToken.parse(httpStatus: response.status, body: response.body, now: now())
+            return try AccessToken.parse(httpStatus: response.status, body: response.body, now: now(), minimumLifetime: minimumLifetime)
         }
     }
 }

@@ -104,6 +104,7 @@ final class CurlLane: @unchecked Sendable {
         pc_curl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.request.body.count))
         pc_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body)
         pc_curl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, transfer.headerList)
+        transfer.bodyLimit = max(1, configuration.maxResponseBytes)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         pc_curl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, context)
         pc_curl_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, context)
@@ -124,7 +125,10 @@ final class CurlLane: @unchecked Sendable {
             curl_multi_remove_handle(multi, easy)
             guard let transfer = active.removeValue(forKey: easy) else { continue }
             let result: Result<HTTPResponse, TransportError>
-            if code == CURLE_OK {
+            if transfer.oversized {
+                result = .failure(TransportError(kind: .responseTooLarge,
+                                                 message: "response body larger than \(configuration.maxResponseBytes) bytes"))
+            } else if code == CURLE_OK {
                 var status = 0
                 pc_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
                 result = .success(HTTPResponse(status: status, body: transfer.responseBody, retryAfter: transfer.retryAfter))
@@ -159,10 +163,10 @@ final class CurlLane: @unchecked Sendable {
             let length = size * count
             guard let data, let user, length > 0 else { return length }
             let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
-            data.withMemoryRebound(to: UInt8.self, capacity: length) {
-                transfer.responseBody.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+            let kept = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+                transfer.appendBody(UnsafeBufferPointer(start: $0, count: length))
             }
-            return length
+            return kept ? length : 0  // 0 makes libcurl abort the transfer (CURLE_WRITE_ERROR)
         }
         pc_curl_easy_setopt_write(easy, CURLOPT_HEADERFUNCTION) { data, size, count, user in
             let length = size * count

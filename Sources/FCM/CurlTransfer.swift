@@ -12,6 +12,21 @@ final class CurlTransfer: @unchecked Sendable {
     private(set) var headerList: UnsafeMutablePointer<curl_slist>?
     var responseBody: [UInt8] = []
     var retryAfter: String?
+    /// The largest body kept (the transport's `maxResponseBytes`), set before the transfer starts.
+    var bodyLimit = Int.max
+    /// Set when the body passed `bodyLimit`: the transfer was aborted.
+    private(set) var oversized = false
+
+    /// Appends a chunk of the body; false (abort the transfer) once it would exceed `bodyLimit`.
+    func appendBody(_ chunk: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard responseBody.count + chunk.count <= bodyLimit else {
+            oversized = true
+            responseBody = []
+            return false
+        }
+        responseBody.append(contentsOf: chunk)
+        return true
+    }
 
     init(request: HTTPRequest, completion: Completion) {
         self.request = request

@@ -14,6 +14,10 @@ public struct CurlTransportConfiguration: Sendable {
     public var caFile: String? = nil
     /// TLS peer and host verification. On by default; turning it off is for debugging only.
     public var verifyTLS: Bool = true
+    /// Largest response body kept. FCM's and the token endpoint's answers are well under 2 KiB;
+    /// a larger one is garbage (a proxy page, a misdirected URL) and fails the request as a
+    /// transport error (`TRANSPORT_RESPONSE_TOO_LARGE`, retryable) instead of being buffered.
+    public var maxResponseBytes: Int = 65_536
 
     public init() {}
 

@@ -9,7 +9,8 @@ import Foundation
 /// (up to `resendsAfterConnectionLoss` times, default 2), because FCM did not answer it. That
 /// may, rarely, duplicate a notification the server did accept before the connection died; the
 /// pipeline is at-least-once anyway. Timeouts are not resent here: they come back as
-/// `.retryable` for the caller's backoff. A 429 pauses the whole project in `rateLimiter`.
+/// `.retryable` for the caller's backoff. A 429 pauses the whole project in `rateLimiter`; so
+/// does (for `rateLimit.configurationPause`) an auth failure or an answer that is not FCM's.
 public final class FCMClient: Sendable {
     /// Tunables of the client and its transport.
     public struct Configuration: Sendable {
@@ -20,8 +21,14 @@ public final class FCMClient: Sendable {
         /// Immediate resends of a request whose connection went away before any answer (GOAWAY,
         /// reset, refused connect). Such a request was almost always not processed by FCM.
         public var resendsAfterConnectionLoss = 2
-        /// Refresh access tokens this long before they expire.
+        /// Accept `http://` for `baseURL` and service accounts' `token_uri` on non-loopback hosts
+        /// (`--allow-insecure-http`). Off: plain HTTP only reaches 127.0.0.0/8, ::1, localhost.
+        public var allowInsecureHTTP = false
+        /// Refresh access tokens this long before they expire (or half-way through a shorter life).
         public var tokenRefreshMargin: Duration = .seconds(300)
+        /// A token endpoint's `expires_in` below this is raised to it, so `expires_in: 0` cannot
+        /// make every send fetch a token.
+        public var minimumTokenLifetime: Duration = .seconds(60)
         public init() {}
     }
 
@@ -46,7 +53,8 @@ public final class FCMClient: Sendable {
         self.configuration = configuration
         self.transport = transport
         ownsTransport = owned
-        tokens = AccessTokenSource(transport: transport, refreshMargin: configuration.tokenRefreshMargin)
+        tokens = AccessTokenSource(transport: transport, refreshMargin: configuration.tokenRefreshMargin,
+                                   minimumLifetime: configuration.minimumTokenLifetime)
         rateLimiter = ProjectRateLimiter(configuration: configuration.rateLimit)
     }
 
@@ -72,7 +80,7 @@ public final class FCMClient: Sendable {
             do {
                 token = try await tokens.token(for: credentials)
             } catch {
-                return Self.outcome(for: error)
+                return pausingOnConfigurationFailure(Self.outcome(for: error), projectID: projectID)
             }
             let request = HTTPRequest(url: url, headers: ["Authorization: Bearer " + token.value,
                                                           "Content-Type: application/json"],
@@ -96,10 +104,24 @@ public final class FCMClient: Sendable {
                     rateLimiter.recordQuotaExceeded(project: projectID, retryAfter: retryAfter)
                     return outcome
                 default:
-                    return outcome
+                    return pausingOnConfigurationFailure(outcome, projectID: projectID)
                 }
             }
         }
+    }
+
+    /// Pauses the project when every further send of it would fail the same way: our
+    /// credentials refused, or a non-FCM answer (wrong URL, proxy page).
+    private func pausingOnConfigurationFailure(_ outcome: FCMOutcome, projectID: String) -> FCMOutcome {
+        switch outcome {
+        case .authFailed:
+            rateLimiter.recordConfigurationFailure(project: projectID)
+        case .configurationFailed(let failure) where failure.code == FCMResponseDecoder.unexpectedResponseCode:
+            rateLimiter.recordConfigurationFailure(project: projectID)
+        default:
+            break
+        }
+        return outcome
     }
 
     static func outcome(for error: TransportError) -> FCMOutcome {

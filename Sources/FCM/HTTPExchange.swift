@@ -38,6 +38,8 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case connectionLost
         /// TLS verification or handshake failure: a configuration problem.
         case tls
+        /// The response body passed the transport's `maxResponseBytes`: garbage, not read further.
+        case responseTooLarge
         /// The transport is shut down.
         case shutdown
         /// Anything else libcurl reports.
@@ -59,6 +61,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case .connectFailed: "TRANSPORT_CONNECT_FAILED"
         case .connectionLost: "TRANSPORT_CONNECTION_LOST"
         case .tls: "TRANSPORT_TLS"
+        case .responseTooLarge: "TRANSPORT_RESPONSE_TOO_LARGE"
         case .shutdown: "TRANSPORT_SHUTDOWN"
         case .other: "TRANSPORT_ERROR"
         }

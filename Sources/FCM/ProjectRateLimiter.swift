@@ -12,6 +12,10 @@ public final class ProjectRateLimiter: Sendable {
         public var burst: Int? = nil
         /// The shortest pause after a 429, whatever Retry-After says (FCM asks for ≥ 1 minute).
         public var minimumQuotaPause: Duration = .seconds(60)
+        /// How long a project pauses after a failure every send of it would hit: our access token
+        /// refused after a refresh, the token endpoint refusing the service account, or an answer
+        /// that is not FCM's (wrong URL, proxy error page).
+        public var configurationPause: Duration = .seconds(60)
         /// Longest a caller waits in `acquire`; beyond it `acquire` answers `.deferred`.
         public var maxWait: Duration = .seconds(5)
         public init() {}
@@ -67,8 +71,17 @@ public final class ProjectRateLimiter: Sendable {
 
     /// Records a 429 for `project`: pause it for max(Retry-After, minimumQuotaPause).
     public func recordQuotaExceeded(project: String, retryAfter: Duration?) {
+        pause(project: project, for: max(retryAfter ?? .zero, configuration.minimumQuotaPause))
+    }
+
+    /// Records an authentication or configuration failure for `project`: pause it for
+    /// `configurationPause`, so a broken setup is not hammered once per message.
+    public func recordConfigurationFailure(project: String) {
+        pause(project: project, for: configuration.configurationPause)
+    }
+
+    private func pause(project: String, for pause: Duration) {
         let instant = now()
-        let pause = max(retryAfter ?? .zero, configuration.minimumQuotaPause)
         buckets.withLock { buckets in
             var bucket = buckets[project] ?? TokenBucket(
                 perMinute: configuration.perMinute,

@@ -28,16 +28,17 @@ public struct ServiceAccount: Sendable, Hashable, CustomStringConvertible, Custo
         self.tokenURI = tokenURI
     }
 
-    /// Loads and validates a service-account key file.
-    public static func load(contentsOf path: String) throws(ServiceAccountError) -> ServiceAccount {
+    /// Loads and validates a service-account key file. An `http://` `token_uri` is refused
+    /// unless its host is loopback or `allowInsecureHTTP` is set (see `CleartextPolicy`).
+    public static func load(contentsOf path: String, allowInsecureHTTP: Bool = false) throws(ServiceAccountError) -> ServiceAccount {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .unreadable(file: path)
         }
-        return try parse(Array(data), file: path)
+        return try parse(Array(data), file: path, allowInsecureHTTP: allowInsecureHTTP)
     }
 
     /// Parses a service-account JSON document; `file` names the source in errors.
-    public static func parse(_ bytes: [UInt8], file: String) throws(ServiceAccountError) -> ServiceAccount {
+    public static func parse(_ bytes: [UInt8], file: String, allowInsecureHTTP: Bool = false) throws(ServiceAccountError) -> ServiceAccount {
         let object: [String: Any]
         do {
             guard let parsed = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
@@ -66,6 +67,9 @@ public struct ServiceAccount: Sendable, Hashable, CustomStringConvertible, Custo
         let tokenURI = try field("token_uri")
         guard tokenURI.hasPrefix("https://") || tokenURI.hasPrefix("http://") else {
             throw .invalidField(file: file, field: "token_uri", reason: "not an http(s) URL")
+        }
+        if let problem = CleartextPolicy.problem(url: tokenURI, allowInsecureHTTP: allowInsecureHTTP) {
+            throw .invalidField(file: file, field: "token_uri", reason: problem)
         }
         let clientEmail = try field("client_email")
         guard clientEmail.contains("@") else {

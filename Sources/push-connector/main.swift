@@ -4,5 +4,9 @@ import Foundation
 // Thin entry point: all parsing and wiring lives in Connector.PushConnectorTool.
 // A closed pipe (`dlq list | head`) must end a command cleanly, not kill it mid-pass.
 signal(SIGPIPE, SIG_IGN)
+// The process holds private keys and access tokens: no core files, no ptrace by other users.
+if let problem = ProcessHardening.disableCoreDumps() {
+    FileHandle.standardError.write(Data("push-connector: warning: core dumps could not be disabled: \(problem)\n".utf8))
+}
 let code = await PushConnectorTool.main(Array(CommandLine.arguments.dropFirst()))
 exit(code)

@@ -43,6 +43,34 @@ struct AMQPSettingsTests {
         }
     }
 
+    @Test func refusesAnEmptyQueryPairWithACleanError() {
+        for url in ["amqp://h/?=", "amqp://h/?heartbeat=5&=x", "amqp://h/?=&"] {
+            #expect(throws: AMQPError.self, "\(url)") { try AMQPSettings(url: url) }
+        }
+        // A pair with a name and no value is still fine.
+        #expect((try? AMQPSettings(url: "amqp://h/?cacertfile"))?.host == "h")
+    }
+
+    @Test func refusesAPasswordWithAnUnencodedSlashQuestionMarkOrHashWithoutEchoingIt() {
+        // "12/x" would otherwise parse as host "app", port 12 and vhost "x@h" - part of the password in logs.
+        for url in ["amqp://app:12/x@h/v", "amqp://app:12/secret9@h", "amqp://app:12?secret9@h/", "amqp://app:12#secret9@h/",
+                    "amqps://app:sec/ret9@h:5671/"] {
+            do {
+                _ = try AMQPSettings(url: url)
+                Issue.record("accepted \(url)")
+            } catch {
+                #expect(error.code == .invalidURL)
+                #expect(String(describing: error).contains("ambiguous"))
+                for fragment in ["12", "secret9", "ret9", "sec"] where url.contains(fragment) {
+                    #expect(!String(describing: error).contains(fragment), "\(error)")
+                }
+            }
+        }
+        // Percent-encoded, the same password is accepted and decoded.
+        let s = try? AMQPSettings(url: "amqp://app:12%2Fx@h/v")
+        #expect(s?.password == "12/x" && s?.host == "h" && s?.vhost == "v")
+    }
+
     @Test func descriptionRedactsThePassword() throws {
         let s = try AMQPSettings(url: "amqp://app:hunter2@h:5672/v")
         #expect(s.description == "amqp://app:***@h:5672/v")

@@ -90,7 +90,7 @@ func temporaryDirectory() throws -> String {
     @Test func configCheckNamesFileAndFieldOfEachProblem() async throws {
         let dir = try temporaryDirectory()
         let file = "\(dir)/apps.json"
-        try #"{"apps":[{"app_id":"a","project_id":"p","credentials_file":"\#(dir)/missing.json","extra_options":{"android":{"ttl":"forever"}}}]}"#
+        try #"{"apps":[{"app_id":"a","project_id":"shop-prod","credentials_file":"\#(dir)/missing.json","extra_options":{"android":{"ttl":"forever"}}}]}"#
             .write(toFile: file, atomically: true, encoding: .utf8)
         let (code, _, err) = await runCLI(["config", "check", file])
         #expect(code == 2)
@@ -98,10 +98,37 @@ func temporaryDirectory() throws -> String {
         #expect(err.contains("ANDROID_TTL"))
     }
 
+    @Test func configCheckRefusesADottedAppIDAndABadProjectIDWithAClearMessage() async throws {
+        let dir = try temporaryDirectory()
+        let file = "\(dir)/apps.json"
+        try #"{"apps":[{"app_id":"com.shop.android","project_id":"Shop_Prod","credentials_file":"\#(dir)/missing.json"}]}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let (code, _, err) = await runCLI(["config", "check", file])
+        #expect(code == 2)
+        #expect(err.contains(#"\#(file): apps[0].app_id: app_id "com.shop.android" must not contain '.'"#), "\(err)")
+        #expect(err.contains("[APP_ID]"))
+        #expect(err.contains(#"\#(file): apps[0].project_id: project_id "Shop_Prod" must start with a lower-case letter"#), "\(err)")
+        #expect(err.contains("[PROJECT_ID]"))
+    }
+
+    @Test func plainHTTPFcmURLBeyondLoopbackIsRefusedNamingTheFlag() async throws {
+        let base = ["push", "--config", "/nonexistent/apps.json", "--app-id", "a", "--token", "t"]
+        let (code, _, err) = await runCLI(base + ["--fcm-url", "http://fcm.example.com"])
+        #expect(code == 2)
+        #expect(err.contains("--fcm-url \"http://fcm.example.com\": http:// is allowed only for a loopback host"), "\(err)")
+        #expect(err.contains("--allow-insecure-http"))
+        // With the flag (or on loopback) the URL passes and the next problem is the missing file.
+        for extra in [["--fcm-url", "http://fcm.example.com", "--allow-insecure-http"], ["--fcm-url", "http://127.0.0.1:9"]] {
+            let (otherCode, _, otherErr) = await runCLI(base + extra)
+            #expect(otherCode == 2)
+            #expect(!otherErr.contains("loopback") && otherErr.contains("apps.json"), "\(otherErr)")
+        }
+    }
+
     @Test func configCheckRefusesAnUnreadableCredentialsFile() async throws {
         let dir = try temporaryDirectory()
         let file = "\(dir)/apps.json"
-        try #"{"apps":[{"app_id":"a","project_id":"p","credentials_file":"\#(dir)/missing.json"}]}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        try #"{"apps":[{"app_id":"a","project_id":"shop-prod","credentials_file":"\#(dir)/missing.json"}]}"#.write(toFile: file, atomically: true, encoding: .utf8)
         let (code, _, err) = await runCLI(["config", "check", file])
         #expect(code == 2)
         #expect(err.contains("app a: credentials_file"))

@@ -82,6 +82,16 @@ import Testing
         #expect(!keys.allows(appID: nil, presented: "0123456789abcdef"))
     }
 
+    @Test func eventKeysRefuseAPresentedKeyLongerBy256Bytes() {
+        // A length difference that is a multiple of 256 must not vanish in the comparison.
+        let key = "0123456789abcdef"
+        let keys = EventKeys(["shop-android": key])
+        #expect(!keys.allows(appID: "shop-android", presented: key + String(repeating: "\0", count: 256)))
+        #expect(!keys.allows(appID: "shop-android", presented: key + String(repeating: "A", count: 512)))
+        #expect(!EventKeys.constantTimeEquals(Array(key.utf8) + [UInt8](repeating: 0, count: 256), Array(key.utf8)))
+        #expect(EventKeys.constantTimeEquals(Array(key.utf8), Array(key.utf8)))
+    }
+
     @Test func statsAndEventsRefuseBadArgumentsWithExitCode2() async throws {
         #expect(await runCLI(["stats"]).0 == 2)
         #expect(await runCLI(["stats", "--db", "/nonexistent/events.db"]).0 == 2)

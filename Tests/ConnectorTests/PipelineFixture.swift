@@ -56,10 +56,11 @@ final class PipelineFixture: Sendable {
     deinit { emulator.stop() }
 
     /// A worker wired like `push-connector worker`, not yet running.
+    /// `fcmPath` is appended to the emulator's URL (a wrong path simulates a misconfigured `--fcm-url`).
     func makeWorker(maxAttempts: Int = 3, prefetch: UInt16 = 50, lanes: Int = 1,
-                    shutdownDeadline: Duration = .seconds(10)) throws -> SendWorker {
+                    shutdownDeadline: Duration = .seconds(10), fcmPath: String = "") throws -> SendWorker {
         var fcm = FCMClient.Configuration()
-        fcm.baseURL = emulator.baseURL
+        fcm.baseURL = emulator.baseURL + fcmPath
         fcm.transport.requestTimeout = .seconds(10)
         let sender = try FCMPushSender(client: FCMClient(configuration: fcm), registry: registry)
         let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1), maxDelay: .seconds(1))

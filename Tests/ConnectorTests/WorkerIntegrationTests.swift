@@ -55,6 +55,24 @@ import Testing
         #expect(results.first { $0.target.value == "dev-ok" }?.outcome == .sent)
     }
 
+    @Test func aNonFcm404IsDeadLetteredAsConfigurationAndPublishesNoInvalidToken() async throws {
+        // A wrong --fcm-url path: the emulator answers like Google's front end, an HTML 404.
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker(fcmPath: "/fcm-typo"))
+        try await f.publish([jobJSON("wrong-url", tokens: ["unregistered-valid-looking"])])
+        let dead = try await f.take(1, from: f.topology.deadLetterQueue)
+        shutdown.trigger()
+        await task.value
+        let headers = dead[0].properties.headers
+        #expect(headers[DeadLetterHeader.code]?.stringValue == "CONFIGURATION_ERROR")
+        let message = headers[DeadLetterHeader.message]?.stringValue ?? ""
+        #expect(message.contains("UNEXPECTED_RESPONSE") && message.contains("HTTP 404") && message.contains("Error 404 (Not Found)"), "\(message)")
+        // The worker finished the job (dead letter published, delivery acked) before it stopped:
+        // nothing reached the results, so no consumer can prune the token.
+        #expect(try f.messageCount(f.topology.resultsQueue) == 0)
+        #expect(f.emulator.recordedMessages().isEmpty)
+    }
+
     @Test func flakyTokenSucceedsOnTheThirdAttemptThroughTheRetryQueues() async throws {
         let f = try await PipelineFixture()
         let (shutdown, task) = f.startWorker(try f.makeWorker(maxAttempts: 5))

@@ -118,6 +118,21 @@ import Testing
         }
     }
 
+    @Test func noAuthAcceptsAnyWellFormedAssertionFromAnUnknownAccount() throws {
+        try withAuthEmulator({ $0.requireAuth = false; $0.serviceAccountFiles = [] }) { emulator, _ in
+            let dir = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let stranger = try Self.makeAccount(in: dir, project: "anyone")
+            let granted = try Self.exchange(emulator, assertion: Self.assertion(stranger))
+            #expect(granted.status == 200)
+            #expect((granted.json["access_token"] as? String)?.hasPrefix("ya29.") == true)
+            // Still a JWT check, not a free-for-all: garbage, a wrong scope or an expired assertion are refused.
+            #expect(try Self.exchange(emulator, assertion: "not.a.jwt").status == 400)
+            #expect(try Self.exchange(emulator, assertion: Self.assertion(stranger, scope: "https://www.googleapis.com/auth/drive")).status == 400)
+            #expect(try Self.exchange(emulator, assertion: Self.assertion(stranger, issuedAgo: 7200)).status == 400)
+        }
+    }
+
     @Test func expiredAccessTokenGets401() throws {
         try withAuthEmulator({ $0.accessTokenEarlyExpiry = .milliseconds(300) }) { emulator, account in
             let token = try #require(try Self.exchange(emulator, assertion: Self.assertion(account)).json["access_token"] as? String)

@@ -72,8 +72,13 @@ import Testing
         }
     }
 
-    @Test func unknownPathAnswers404() throws {
+    @Test func unknownPathAnswersTheFrontEndsHTML404LikeGoogle() throws {
         try withEmulator { emulator throws in
+            let answer = try Curl.run("POST", emulator.baseURL + "/typo/v1/projects/p/messages:send", body: "{}")
+            #expect(answer.status == 404)
+            #expect(answer.body.hasPrefix("<!DOCTYPE html>"))
+            #expect(answer.body.contains("<code>/typo/v1/projects/p/messages:send</code> was not found"))
+            #expect(answer.json.isEmpty)
             #expect(try Curl.run("GET", emulator.baseURL + "/nope").status == 404)
             #expect(try Curl.run("GET", emulator.baseURL + "/v1/projects/p/messages:send").status == 405)
         }

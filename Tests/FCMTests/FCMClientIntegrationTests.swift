@@ -42,7 +42,7 @@ import Testing
 
     @Test(arguments: [
         ("unregistered-a", "invalid_token", "UNREGISTERED", 404),
-        ("invalid-a", "rejected", "INVALID_ARGUMENT", 400),
+        ("invalid-a", "invalid_token", "INVALID_ARGUMENT", 400),
         ("mismatch-a", "rejected", "SENDER_ID_MISMATCH", 403),
         ("unavailable-a", "retryable", "UNAVAILABLE", 503),
         ("internal-a", "retryable", "INTERNAL", 500),
@@ -64,6 +64,19 @@ import Testing
             // THIRD_PARTY_AUTH_ERROR is a 401 too, but not about our token: no refresh, no resend.
             #expect(harness.emulator.stats().tokensIssued == 1)
         }
+    }
+
+    @Test func aWrongFcmURLPathIsAConfigurationFailureNeverAnInvalidToken() async throws {
+        // The emulator answers unknown paths like Google's front end: an HTML 404 page.
+        let harness = try EmulatorHarness(configureClient: { $0.baseURL += "/fcm-typo" })
+        defer { harness.stop() }
+        let outcome = await harness.send(token: "unregistered-would-be-pruned")
+        #expect(outcome.label == "configuration_failed", "\(outcome)")
+        #expect(outcome.failure?.code == "UNEXPECTED_RESPONSE")
+        #expect(outcome.failure?.httpStatus == 404)
+        #expect(outcome.failure?.message.contains("Error 404 (Not Found)") == true)
+        #expect(harness.emulator.recordedMessages().isEmpty)
+        #expect(await harness.send(token: "next").failure?.code == "PROJECT_PAUSED")
     }
 
     @Test func invalidMessageBodyIsRejected() async throws {
@@ -123,7 +136,10 @@ import Testing
         // Tokens live 4 s; the client refreshes 3 s before expiry, so after ~1 s it fetches anew
         // while the old token still works: the server never sees an expired token.
         let harness = try EmulatorHarness(configure: { $0.accessTokenLifetime = .seconds(4) },
-                                          configureClient: { $0.tokenRefreshMargin = .seconds(3) })
+                                          configureClient: {
+                                              $0.tokenRefreshMargin = .seconds(3)
+                                              $0.minimumTokenLifetime = .seconds(1)
+                                          })
         defer { harness.stop() }
         #expect(await harness.send(token: "first").label == "sent")
         #expect(harness.emulator.stats().tokensIssued == 1)

@@ -62,14 +62,69 @@ import Testing
         #expect(outcome.failure?.httpStatus == status)
     }
 
-    @Test(arguments: [
-        (404, "invalid_token"), (400, "rejected"), (413, "rejected"), (429, "retryable"), (500, "retryable"),
-        (502, "retryable"), (503, "retryable"), (401, "auth_failed"), (403, "configuration_failed"),
-    ])
-    func nonJSONBodiesFallBackToTheHTTPStatus(status: Int, label: String) {
+    @Test(arguments: [(429, "retryable"), (500, "retryable"), (502, "retryable"), (503, "retryable"), (408, "retryable")])
+    func foreignBodiesWithATransientStatusAreRetried(status: Int, label: String) {
         let outcome = FCMResponseDecoder.decode(httpStatus: status, body: Array("<html>Bad Gateway</html>\n".utf8))
         #expect(outcome.label == label)
         #expect(outcome.failure == FCMFailure(code: "HTTP_\(status)", httpStatus: status, message: "<html>Bad Gateway</html>"))
+    }
+
+    @Test(arguments: [400, 401, 403, 404, 405, 410, 413, 302])
+    func foreignBodiesWithAnyOtherStatusAreAConfigurationFailureNeverATokenVerdict(status: Int) {
+        let html = "<!DOCTYPE html>\n<title>Error 404 (Not Found)</title>\n<p>The requested URL was not found.\u{1B}[31m"
+        let outcome = FCMResponseDecoder.decode(httpStatus: status, body: Array(html.utf8))
+        #expect(outcome == .configurationFailed(FCMFailure(
+            code: "UNEXPECTED_RESPONSE", httpStatus: status,
+            message: "HTTP \(status) without an FCM error (body \"<!DOCTYPE html> <title>Error 404 (Not Found)</title> <p>The requested URL was not found..[31m\"); check --fcm-url and any proxy")))
+    }
+
+    @Test(arguments: [
+        "", "not json", "{}", #"{"error": "not found"}"#, #"{"error": {"message": "Requested entity was not found."}}"#,
+        #"{"message": "UNREGISTERED", "details": [{"errorCode": "UNREGISTERED"}]}"#, "[1,2]",
+    ])
+    func a404WithoutAGoogleErrorIsNeverAnInvalidToken(body: String) {
+        let outcome = FCMResponseDecoder.decode(httpStatus: 404, body: Array(body.utf8))
+        #expect(outcome.label == "configuration_failed")
+        #expect(outcome.failure?.code == "UNEXPECTED_RESPONSE")
+        #expect(outcome.failure?.httpStatus == 404)
+    }
+
+    @Test func aGoogleNotFoundWithoutUnregisteredIsAConfigurationFailure() {
+        let outcome = FCMResponseDecoder.decode(httpStatus: 404, body: Array(#"{"error":{"code":404,"message":"Not found","status":"SOMETHING"}}"#.utf8))
+        #expect(outcome == .configurationFailed(FCMFailure(code: "SOMETHING", httpStatus: 404, message: "Not found")))
+    }
+
+    @Test func aLongForeignBodyIsQuotedBoundedAndPrintable() {
+        let body = [UInt8](repeating: 0x00, count: 10) + [UInt8](repeating: UInt8(ascii: "x"), count: 100_000)
+        let message = FCMResponseDecoder.decode(httpStatus: 404, body: body).failure?.message ?? ""
+        #expect(message.contains(String(repeating: ".", count: 10) + String(repeating: "x", count: 190) + "…"))
+        #expect(message.count < 300)
+        #expect(message.unicodeScalars.allSatisfy { $0 == "…" || (0x20...0x7E).contains($0.value) })
+    }
+
+    @Test func invalidArgumentSayingTheTokenIsNotValidIsAnInvalidToken() {
+        // FCM's answer to a string that is not a registration token at all.
+        let message = "The registration token is not a valid FCM registration token"
+        let outcome = FCMResponseDecoder.decode(httpStatus: 400, body: errorBody(code: 400, status: "INVALID_ARGUMENT", message: message, errorCode: "INVALID_ARGUMENT"))
+        #expect(outcome == .invalidToken(FCMFailure(code: "INVALID_ARGUMENT", httpStatus: 400, message: message)))
+        let violation: [String: Any] = ["@type": "type.googleapis.com/google.rpc.BadRequest",
+                                        "fieldViolations": [["field": "message.token", "description": message]]]
+        let viaField = FCMResponseDecoder.decode(httpStatus: 400, body: errorBody(code: 400, status: "INVALID_ARGUMENT", message: "Request contains an invalid argument.",
+                                                                                 errorCode: "INVALID_ARGUMENT", extraDetails: [violation]))
+        #expect(viaField.label == "invalid_token")
+    }
+
+    @Test func invalidArgumentAboutThePayloadOrWithoutFcmErrorIsRejected() {
+        let payload = FCMResponseDecoder.decode(httpStatus: 400, body: errorBody(code: 400, status: "INVALID_ARGUMENT", message: "Invalid value at 'message.android.ttl'", errorCode: "INVALID_ARGUMENT"))
+        #expect(payload.label == "rejected")
+        // The phrase without FCM's own errorCode is not enough.
+        let noFcmError = FCMResponseDecoder.decode(httpStatus: 400, body: errorBody(code: 400, status: "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token"))
+        #expect(noFcmError.label == "rejected")
+        // A violation on another field is not a token verdict.
+        let violation: [String: Any] = ["@type": "type.googleapis.com/google.rpc.BadRequest",
+                                        "fieldViolations": [["field": "message.topic", "description": "not a valid FCM registration token"]]]
+        let other = FCMResponseDecoder.decode(httpStatus: 400, body: errorBody(code: 400, status: "INVALID_ARGUMENT", message: "bad", errorCode: "INVALID_ARGUMENT", extraDetails: [violation]))
+        #expect(other.label == "rejected")
     }
 
     @Test func unknownErrorCodeFallsBackToStatusThenHTTP() {

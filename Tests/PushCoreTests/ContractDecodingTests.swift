@@ -91,7 +91,67 @@ import Testing
             Issue.record("expected the file to be refused")
         } catch {
             #expect(Set(error.issues.map(\.field)) == ["apps[0].project_id", "apps[0].extra_options.ios", "apps[0].extra_options.android.priorty",
-                                                        "apps[0].extra_options.android.ttl", "apps[1].app_id", "apps[1].default_payload.from"])
+                                                        "apps[0].extra_options.android.ttl", "apps[1].app_id", "apps[1].project_id",
+                                                        "apps[1].default_payload.from"])
+        }
+    }
+
+    private func appFile(appID: String, projectID: String = "shop-prod") -> [UInt8] {
+        let app = JSONValue.object(["app_id": .string(appID), "project_id": .string(projectID), "credentials_file": "/s.json"])
+        return Array(JSONValue.object(["apps": .array([app])]).encodedString().utf8)
+    }
+
+    @Test(arguments: ["com.shop.android", "shop*", "shop#", "shop android", "shop\tandroid", "shop\u{00A0}x", "shop\u{7}", "."])
+    func appIDsThatBreakRoutingKeysAreRefusedAtLoadAndInJobs(appID: String) throws {
+        do {
+            _ = try AppRegistry.decode(appFile(appID: appID))
+            Issue.record("accepted app_id \(appID)")
+        } catch {
+            #expect(error.issues.map(\.field) == ["apps[0].app_id"])
+            #expect(error.issues.map(\.code) == [.appID])
+        }
+        let job = JSONValue.object(["job_id": "j", "app_id": .string(appID), "topic": "news", "notification": .object(["title": "T"])])
+        do {
+            _ = try SendJob.decode(job)
+            Issue.record("accepted a job for app_id \(appID)")
+        } catch {
+            #expect(error.issues.map(\.field) == ["app_id"])
+            #expect(error.issues.map(\.code) == [.appID])
+        }
+    }
+
+    @Test func aDottedAppIDIsExplainedWithASuggestion() {
+        #expect(IdentifierRules.appIDProblem("com.shop.android")?.contains("\"com-shop-android\"") == true)
+        #expect(IdentifierRules.appIDProblem("com.shop.android")?.contains("routing keys") == true)
+    }
+
+    @Test(arguments: ["shop-android", "a", "shop_ios", "Shop-Web-2", "app:x", "ünï-app"])
+    func ordinaryAppIDsStayValid(appID: String) throws {
+        #expect(IdentifierRules.appIDProblem(appID) == nil)
+        #expect(try AppRegistry.decode(appFile(appID: appID))[appID] != nil)
+    }
+
+    @Test(arguments: ["shop-prod", "abcdef", "a23456789012345678901234567890", "my-project-123", "example.com:my-project", "google.com:shop-prod"])
+    func googleProjectIDsAreAccepted(projectID: String) throws {
+        #expect(IdentifierRules.projectIDProblem(projectID) == nil)
+        #expect(try AppRegistry.decode(appFile(appID: "a", projectID: projectID))["a"]?.projectID == projectID)
+    }
+
+    @Test(arguments: [
+        ("p", "6 to 30"), ("abcde", "6 to 30"), ("a234567890123456789012345678901", "6 to 30"), ("1shop-prod", "start with a lower-case letter"),
+        ("-shop-prod", "start with a lower-case letter"), ("Shop-Prod", "start with a lower-case letter"), ("shop-Prod", "only lower-case"),
+        ("shop_prod", "only lower-case"), ("shop.prod", "only lower-case"), ("shop-prod-", "end with a hyphen"), ("shop prod", "only lower-case"),
+        ("Example.com:shop-prod", "domain prefix"), ("com:shop-prod", "domain prefix"), (":shop-prod", "domain prefix"),
+        ("example.com:p", "after the domain prefix"), ("example.com:a:b-c-d-e", "after the domain prefix"),
+    ])
+    func projectIDsOutsideGooglesFormatAreRefusedAtLoad(projectID: String, reason: String) {
+        #expect(IdentifierRules.projectIDProblem(projectID)?.contains(reason) == true, "\(projectID)")
+        do {
+            _ = try AppRegistry.decode(appFile(appID: "a", projectID: projectID))
+            Issue.record("accepted project_id \(projectID)")
+        } catch {
+            #expect(error.issues.map(\.field) == ["apps[0].project_id"])
+            #expect(error.issues.map(\.code) == [.projectID])
         }
     }
 

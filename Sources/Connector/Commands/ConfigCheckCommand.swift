@@ -4,9 +4,9 @@ import PushCore
 /// `push-connector config check`: validates an App ID file and every credentials file it names.
 public struct ConfigCheckCommand: Command {
     public static let spec = CommandSpec(
-        name: "config check", positionals: 1...1,
+        name: "config check", flags: CommonOptions.fcmFlags, positionals: 1...1,
         usage: """
-        usage: push-connector config check APPS.json
+        usage: push-connector config check [--allow-insecure-http] APPS.json
 
         Validates the App ID configuration: required fields, message types, default payload keys,
         extra options as FCM would read them (unknown names, ttl, priority, labels, links), and
@@ -15,9 +15,11 @@ public struct ConfigCheckCommand: Command {
         """)
 
     let path: String
+    let allowInsecureHTTP: Bool
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         path = arguments.positionals[0]
+        allowInsecureHTTP = arguments.has("--allow-insecure-http")
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
@@ -26,7 +28,7 @@ public struct ConfigCheckCommand: Command {
         for appID in registry.appIDs {
             let app = registry[appID]!
             do {
-                let account = try ServiceAccount.load(contentsOf: app.credentialsFile)
+                let account = try ServiceAccount.load(contentsOf: app.credentialsFile, allowInsecureHTTP: allowInsecureHTTP)
                 _ = try RSASigner(pem: account.privateKey)
             } catch {
                 problems.append("\(path): app \(appID): credentials_file: \(error)")

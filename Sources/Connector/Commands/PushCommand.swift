@@ -6,7 +6,7 @@ import PushCore
 public struct PushCommand: Command {
     public static let spec = CommandSpec(
         name: "push", valueOptions: CommonOptions.fcm.union(["--config", "--app-id", "--token", "--topic", "--title", "--body", "--image"]),
-        repeatableOptions: ["--data"], flags: ["--data-only", "--validate-only", "--json"],
+        repeatableOptions: ["--data"], flags: CommonOptions.fcmFlags.union(["--data-only", "--validate-only", "--json"]),
         usage: """
         usage: push-connector push --config APPS.json --app-id ID (--token T | --topic NAME) [options]
 

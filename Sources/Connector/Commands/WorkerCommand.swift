@@ -11,7 +11,7 @@ public struct WorkerCommand: Command {
         valueOptions: CommonOptions.broker.union(CommonOptions.fcm).union([
             "--config", "--prefetch", "--lanes", "--max-attempts", "--retry-base-delay", "--max-age", "--shutdown-deadline", "--log-level",
         ]),
-        flags: ["--no-declare"],
+        flags: CommonOptions.fcmFlags.union(["--no-declare"]),
         usage: """
         usage: push-connector worker --config APPS.json [options]
 

@@ -10,6 +10,8 @@ public enum CommonOptions {
     public static let broker: Set<String> = ["--amqp-url", "--amqp-ca-file", "--prefix", "--retry-tiers", "--heartbeat"]
     /// `--fcm-url URL` (env `PUSH_CONNECTOR_FCM_URL`), `--ca-file FILE` (a private CA for FCM).
     public static let fcm: Set<String> = ["--fcm-url", "--ca-file", "--max-in-flight"]
+    /// `--allow-insecure-http`: plain HTTP to FCM and token endpoints beyond loopback.
+    public static let fcmFlags: Set<String> = ["--allow-insecure-http"]
 
     public static let brokerUsage = """
           --amqp-url URL        broker (env PUSH_CONNECTOR_AMQP_URL; default amqp://guest@127.0.0.1:5672/%2f);
@@ -24,6 +26,7 @@ public enum CommonOptions {
           --fcm-url URL         FCM base URL (env PUSH_CONNECTOR_FCM_URL; default https://fcm.googleapis.com)
           --ca-file FILE        CA bundle to trust for FCM (e.g. the emulator's dev CA); TLS verification is always on
           --max-in-flight N     FCM requests in flight per process (default 1000)
+          --allow-insecure-http allow http:// for --fcm-url and token_uri beyond loopback (127.0.0.0/8, ::1, localhost)
         """
 
     /// The broker settings, with the password resolved from the environment.
@@ -65,9 +68,13 @@ public enum CommonOptions {
     /// The FCM client configuration.
     public static func fcmConfiguration(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> FCMClient.Configuration {
         var c = FCMClient.Configuration()
+        c.allowInsecureHTTP = a.has("--allow-insecure-http")
         if let url = a.value("--fcm-url") ?? context.environment["PUSH_CONNECTOR_FCM_URL"] {
             guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
                 throw UsageError("\(command): --fcm-url must be an http:// or https:// URL, got \"\(url)\"")
+            }
+            if let problem = CleartextPolicy.problem(url: url, allowInsecureHTTP: c.allowInsecureHTTP) {
+                throw UsageError("\(command): --fcm-url \"\(url)\": \(problem)")
             }
             c.baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
         }

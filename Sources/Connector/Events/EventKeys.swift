@@ -33,11 +33,14 @@ public struct EventKeys: Sendable {
         return Self.constantTimeEquals(expected, Array(presented.utf8))
     }
 
-    /// Compares without an early exit, so timing does not reveal how much of a key matched.
+    /// Compares without an early exit, so timing does not reveal how much of a key matched: every
+    /// byte of the longer input is visited, and the lengths are compared in full (not truncated).
     static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
-        for i in 0..<a.count {
-            difference |= a[i] ^ (i < b.count ? b[i] : 0)
+        var difference = UInt(bitPattern: a.count ^ b.count)
+        for i in 0..<max(a.count, b.count) {
+            let x = i < a.count ? a[i] : 0
+            let y = i < b.count ? b[i] : 0
+            difference |= UInt(x ^ y)
         }
         return difference == 0
     }

@@ -20,7 +20,8 @@ public final class FCMPushSender: PushSender {
         for appID in registry.appIDs {
             let app = registry[appID]!
             do {
-                let account = try ServiceAccount.load(contentsOf: app.credentialsFile)
+                let account = try ServiceAccount.load(contentsOf: app.credentialsFile,
+                                                      allowInsecureHTTP: client.configuration.allowInsecureHTTP)
                 _ = try RSASigner(pem: account.privateKey)  // a key that cannot sign is refused now, not per job
                 accounts[appID] = account
             } catch {

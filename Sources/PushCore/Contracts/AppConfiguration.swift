@@ -61,6 +61,8 @@ public struct AppRegistry: Sendable, Equatable {
             let appID = ar.requiredString("app_id", maxLength: 128)
             let projectID = ar.requiredString("project_id", maxLength: 128)
             let credentials = ar.requiredString("credentials_file", maxLength: 4096)
+            if let appID, let issue = IdentifierRules.appIDIssue(appID, field: "\(path).app_id") { ar.report(issue) }
+            if let projectID, let issue = IdentifierRules.projectIDIssue(projectID, field: "\(path).project_id") { ar.report(issue) }
             var type = MessageType.notification
             if let raw = ar.optionalString("default_message_type", maxLength: 32) {
                 if let t = MessageType(rawValue: raw) { type = t } else {

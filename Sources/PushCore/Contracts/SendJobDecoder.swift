@@ -20,6 +20,7 @@ extension SendJob {
         r.schemaVersion(supported: SendJob.schemaVersion)
         let jobID = r.requiredString("job_id", maxLength: 128)
         let appID = r.requiredString("app_id", maxLength: 128)
+        if let appID, let issue = IdentifierRules.appIDIssue(appID, field: "app_id") { r.report(issue) }
 
         var messageType: MessageType?
         if let raw = r.optionalString("message_type", maxLength: 32) {

@@ -26,8 +26,8 @@ struct FCMMessageSchema: Sendable {
         "click_action": .string, "body_loc_key": .string, "body_loc_args": .stringArray, "title_loc_key": .string,
         "title_loc_args": .stringArray, "channel_id": .string, "ticker": .string, "sticky": .bool, "event_time": .string,
         "local_only": .bool, "notification_priority": .string, "default_sound": .bool, "default_vibrate_timings": .bool,
-        "default_light_settings": .bool, "vibrate_timings": .any, "visibility": .string, "notification_count": .integer,
-        "light_settings": .freeObject, "image": .string, "bypass_proxy_notification": .bool, "proxy": .string,
+        "default_light_settings": .bool, "vibrate_timings": .stringArray, "visibility": .string, "notification_count": .integer,
+        "light_settings": .any, "image": .string, "bypass_proxy_notification": .bool, "proxy": .string,
     ])
 
     static let android = FCMMessageSchema(fields: [

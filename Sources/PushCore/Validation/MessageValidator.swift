@@ -103,7 +103,12 @@ public struct MessageValidator: Sendable {
             if case .string(let image)? = android["notification"]?["image"], !isHTTPS(image) {
                 issues.append(ContractIssue(.imageURL, field: "\(path).android.notification.image", "must be an https:// URL"))
             }
+            if let notification = android["notification"]?.objectValue {
+                issues += FCMFieldRules.androidNotificationIssues(notification, path: "\(path).android.notification")
+            }
         }
+        if let apns = m["apns"]?.objectValue { issues += FCMFieldRules.apnsIssues(apns, path: "\(path).apns") }
+        if let webpush = m["webpush"]?.objectValue { issues += FCMFieldRules.webpushIssues(webpush, path: "\(path).webpush") }
         if case .string(let image)? = m["apns"]?["fcm_options"]?["image"], !isHTTPS(image) {
             issues.append(ContractIssue(.imageURL, field: "\(path).apns.fcm_options.image", "must be an https:// URL"))
         }
