@@ -58,6 +58,10 @@ public final class FCMClient: Sendable {
         rateLimiter = ProjectRateLimiter(configuration: configuration.rateLimit)
     }
 
+    /// The code of a send held back before it left this process: the project is paused (429,
+    /// configuration failure) or over its rate; it never reached FCM.
+    public static let projectPausedCode = "PROJECT_PAUSED"
+
     /// Stops the owned transport; sends still in flight finish as retryable.
     public func shutdown() { ownsTransport?.shutdown() }
 
@@ -68,7 +72,7 @@ public final class FCMClient: Sendable {
                                                    message: "project id \"\(projectID.prefix(64))\" is not a Firebase project id"))
         }
         if case .deferred(let delay) = await rateLimiter.acquire(project: projectID) {
-            return .retryable(FCMFailure(code: "PROJECT_PAUSED", httpStatus: nil,
+            return .retryable(FCMFailure(code: Self.projectPausedCode, httpStatus: nil,
                                          message: "project \(projectID) is paused or over its send quota"),
                               retryAfter: delay)
         }

@@ -86,6 +86,37 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(p.deadLetters.first?.message.contains("3 attempt") == true)
     }
 
+    @Test func aSendHeldBackByAPausedProjectDoesNotSpendAnAttempt() throws {
+        let paused = ResultError(code: "PROJECT_PAUSED", message: "paused")
+        let p = try plan(job(["a"]), attempt: 3, [0: .deferred(paused, retryAfter: .seconds(45))],
+                         policy: RetryPolicy(maxAttempts: 3, jitter: 0))
+        #expect(p.deadLetters.isEmpty)
+        let retry = try #require(p.retry)
+        #expect(retry.attempts == 2)
+        #expect(retry.delay == .seconds(45))
+    }
+
+    @Test func anAttemptCountsWhenOneRecipientStillToSendReachedFCM() throws {
+        let p = try plan(job(["a", "b"]), attempt: 3,
+                         [0: .deferred(ResultError(code: "PROJECT_PAUSED", message: ""), retryAfter: .seconds(5)),
+                          1: .retryable(ResultError(code: "UNAVAILABLE", httpStatus: 503, message: ""), retryAfter: nil)],
+                         policy: RetryPolicy(maxAttempts: 3))
+        #expect(p.retry == nil)
+        #expect(p.deadLetters.map(\.code) == [.retriesExhausted])
+    }
+
+    @Test func aPausedProjectStillRunsOutOfRetryAge() throws {
+        var rng = SeededGenerator(state: 7)
+        let j = try job(["a"])
+        let composed = try MessageComposer().compose(j, app: Fixtures.app)
+        let p = JobPlanner(policy: RetryPolicy(maxAge: .seconds(100)))
+            .plan(job: j, attempt: 2, composed: composed,
+                  delivered: [0: .deferred(ResultError(code: "PROJECT_PAUSED", message: ""), retryAfter: .seconds(5))],
+                  firstFailedAt: Timestamp(secondsSince1970: now.secondsSince1970 - 100), now: now, random: &rng)
+        #expect(p.retry == nil)
+        #expect(p.deadLetters.map(\.code) == [.retriesExhausted])
+    }
+
     @Test func configurationFailuresDeadLetterByCode() throws {
         let p = try plan(job(["a", "b", "c"]), [0: .configurationFailed(ResultError(code: "THIRD_PARTY_AUTH_ERROR", httpStatus: 401, message: "apns")),
                                                  1: .authFailed(ResultError(code: "UNAUTHENTICATED", httpStatus: 401, message: "token")),

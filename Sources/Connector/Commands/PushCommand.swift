@@ -75,6 +75,7 @@ public struct PushCommand: Command {
                                                                         firstFailedAt: nil, now: Timestamp.now(), random: &random)
         for result in plan.results { context.console.out(Self.describe(result, json: arguments.has("--json"))) }
         for dead in plan.deadLetters { context.console.out("failed: \(dead.code.rawValue): \(dead.message)") }
+        if plan.retry != nil { context.console.out("not sent: held back (project paused or over its rate); try again later") }
         let accepted = plan.results.contains { $0.outcome == .sent || $0.outcome == .validated }
         return accepted ? 0 : 1
     }

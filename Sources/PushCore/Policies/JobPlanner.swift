@@ -61,6 +61,7 @@ public struct JobPlanner: Sendable {
         var retryAfter: Duration?
         var retryCodes: [String] = []
         var quota = false
+        var reachedFCM = false
         var dead: [DeadLetterCode: (indices: [Int], message: String)] = [:]
         let allTargets = Dictionary(uniqueKeysWithValues: targets(of: job).map { ($0.index, $0.target) })
 
@@ -88,7 +89,12 @@ public struct JobPlanner: Sendable {
                 case .retryable(let e, let after)?:
                     retry.append(index)
                     retryCodes.append(e.code)
+                    reachedFCM = true
                     if e.code == "QUOTA_EXCEEDED" || e.httpStatus == 429 { quota = true }
+                    if let after { retryAfter = max(retryAfter ?? .zero, after) }
+                case .deferred(let e, let after)?:
+                    retry.append(index)
+                    retryCodes.append(e.code)
                     if let after { retryAfter = max(retryAfter ?? .zero, after) }
                 case .authFailed(let e)?: deadLetter(.authFailed, index, e)
                 case .configurationFailed(let e)?:
@@ -96,21 +102,26 @@ public struct JobPlanner: Sendable {
                         : e.code == "PERMISSION_DENIED" ? .permissionDenied : .configuration
                     deadLetter(code, index, e)
                 case nil:
-                    // Not sent in this attempt (e.g. shutdown): try again soon, it never reached FCM.
+                    // Not sent in this attempt (e.g. shutdown): try again soon; this one does
+                    // count, so a job that can never be sent still runs out of attempts.
                     retry.append(index)
                     retryCodes.append("NOT_SENT")
+                    reachedFCM = true
                 }
             }
         }
 
         if !retry.isEmpty {
+            // An attempt counts only if one of the recipients still to send reached FCM: a copy
+            // held back by a paused project keeps its attempt number (its age still runs).
+            let attempts = reachedFCM ? attempt : attempt - 1
             let first = firstFailedAt ?? now
-            if policy.isExhausted(attempts: attempt, firstFailedAt: first, now: now) {
+            if policy.isExhausted(attempts: attempts, firstFailedAt: first, now: now) {
                 let codes = Array(Set(retryCodes)).sorted().joined(separator: ", ")
-                dead[.retriesExhausted] = (retry, "gave up after \(attempt) attempt(s); last errors: \(codes)")
+                dead[.retriesExhausted] = (retry, "gave up after \(attempts) attempt(s); last errors: \(codes)")
             } else {
-                let delay = policy.delay(afterAttempt: attempt, retryAfter: retryAfter, isQuota: quota, using: &random)
-                plan.retry = RetryPlan(job: job.keepingRecipients(at: retry), delay: delay, attempts: attempt)
+                let delay = policy.delay(afterAttempt: max(attempts, 1), retryAfter: retryAfter, isQuota: quota, using: &random)
+                plan.retry = RetryPlan(job: job.keepingRecipients(at: retry), delay: delay, attempts: attempts)
             }
         }
         for code in DeadLetterCode.allCases {
