@@ -65,6 +65,28 @@ public final class TestBroker: Sendable {
         return try settings(vhost: vhost, heartbeatSeconds: heartbeatSeconds)
     }
 
+    /// Deletes a vhost made by `makeVhost` and everything in it (queues, exchanges, policies).
+    /// Call it from the test that made it (`defer`), so the shared node does not fill up.
+    public func deleteVhost(_ vhost: String) throws {
+        guard vhost != "/" else { throw TestBrokerError("refusing to delete the default vhost") }
+        try rabbitmqctl(["delete_vhost", vhost])
+    }
+
+    /// Deletes a test's queues and exchanges from the node: those of `topology` and any
+    /// `extraQueues` it declared besides (names already gone are fine). For tests on the shared
+    /// vhost, which cannot simply drop a vhost of their own.
+    public func deleteTopology(_ topology: Topology, extraQueues: [String] = [], settings: AMQPSettings) throws {
+        try delete(queues: topology.queues.map(\.name) + extraQueues, exchanges: topology.exchanges.map(\.name), settings: settings)
+    }
+
+    /// Deletes queues and exchanges a test declared on `settings`' vhost (missing ones are fine).
+    public func delete(queues: [String], exchanges: [String] = [], settings: AMQPSettings) throws {
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        for queue in queues { try client.deleteQueue(queue) }
+        for exchange in exchanges { try client.deleteExchange(exchange) }
+    }
+
     /// Closes every client connection of `vhost` (all vhosts when nil) from the broker side,
     /// like an operator or a failing node would (`rabbitmqctl close_all_connections`).
     public func closeAllConnections(vhost: String? = nil, reason: String) throws {
