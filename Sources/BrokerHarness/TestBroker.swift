@@ -7,8 +7,10 @@ import Synchronization
 /// `try await TestBroker.shared()` starts an isolated node from Debian's rabbitmq-server
 /// through `scripts/test-broker.sh` (own node name, ports, data and log folders), waits until it
 /// is up (~7 s), and returns the same broker to every later caller. A watchdog stops the node
-/// when the test process exits. If the broker cannot start, the call throws a `TestBrokerError`
-/// with the script's output: tests FAIL, they never skip.
+/// when the test process exits. If the broker cannot start (or has not started within
+/// `PUSH_TEST_BROKER_START_TIMEOUT` seconds, default 90), the call throws a `TestBrokerError`
+/// with the script's output, which ends with the tails of the node's logs: tests FAIL, they
+/// never skip.
 ///
 /// Set `PUSH_TEST_AMQP_URL` to use an already running broker instead (for example one started by
 /// `eval "$(scripts/test-broker.sh start)"`, which also prints `PUSH_TEST_BROKER_NODE`; export
@@ -16,6 +18,8 @@ import Synchronization
 ///
 /// Isolation: `makeVhost()` gives a fresh vhost (two rabbitmqctl calls, ~1–2 s); `uniqueName`
 /// gives unique queue/exchange names (free). Tests that close connections use a vhost of their own.
+/// Cleanup: a test deletes what it made (`deleteVhost`, `deleteTopology`, `delete(queues:)`), so
+/// the shared node does not fill up with quorum queues over a run.
 public final class TestBroker: Sendable {
     /// The AMQP URL of the default vhost "/".
     public let url: String

@@ -29,9 +29,9 @@ func decodeTable(_ bytes: UnsafeBufferPointer<UInt8>) -> AMQPTable? {
     return CDecode.table(output)
 }
 
-/// amqp_encode_table into a 1 MiB buffer; nil when it does not fit.
+/// amqp_encode_table into a 64 KiB buffer; nil when it does not fit.
 func encodeTable(_ table: inout amqp_table_t) -> [UInt8]? {
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
     var offset = 0
     let status = buffer.withUnsafeMutableBytes { pointer in
         amqp_encode_table(amqp_bytes_t(len: pointer.count, bytes: pointer.baseAddress), &table, &offset)
