@@ -30,13 +30,15 @@ readers=("$@")
 
 out=.build/fuzz
 src="$out/src"
-rm -rf "$src"
 mkdir -p "$src"
 # Sources outside PushCore lose their `import PushCore/AMQP/FCM` lines: everything is one module.
+# A copy is rewritten only when it changed, so an unchanged tree does not rebuild.
 for file in Sources/AMQP/AMQPFieldValue.swift Sources/AMQP/MessageProperties.swift Sources/AMQP/CTableCoding.swift \
             Sources/Connector/DLQ/DeadLetterRecord.swift \
             Sources/FCM/FCMResponseDecoder.swift Sources/FCM/FCMOutcome.swift Sources/FCM/RetryAfter.swift; do
-    sed -E '/^import (PushCore|AMQP|FCM)$/d' "$file" > "$src/$(basename "$file")"
+    copy="$src/$(basename "$file")"
+    sed -E '/^import (PushCore|AMQP|FCM)$/d' "$file" > "$copy.new"
+    if cmp -s "$copy.new" "$copy"; then rm "$copy.new"; else mv "$copy.new" "$copy"; fi
 done
 binary="$out/readers-fuzz"
 if [ ! -x "$binary" ] || [ -n "$(find Sources/PushCore "$src" fuzz/targets -name '*.swift' -newer "$binary" | head -1)" ]; then

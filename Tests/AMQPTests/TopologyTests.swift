@@ -43,7 +43,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("topo"))
-        defer { try? broker.deleteTopology(topology, settings: try broker.settings()) }
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
@@ -56,7 +56,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("topo"))
-        defer { try? broker.deleteTopology(topology, settings: try broker.settings()) }
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
@@ -103,7 +103,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("retry"), retryDelaysSeconds: [1, 60])
-        defer { try? broker.deleteTopology(topology, settings: try broker.settings()) }
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
@@ -123,7 +123,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("dlq"))
-        defer { try? broker.deleteTopology(topology, settings: try broker.settings()) }
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
