@@ -45,6 +45,12 @@ load() {
 
 ctl() { as_rabbitmq "HOME=/var/lib/rabbitmq /usr/lib/rabbitmq/bin/rabbitmqctl -q -n '$PUSH_TEST_BROKER_NODE' $*"; }
 
+ctl_within() { # ctl_within SECONDS ARGS...: ctl with a hard time limit
+    secs=$1; shift
+    line="HOME=/var/lib/rabbitmq /usr/lib/rabbitmq/bin/rabbitmqctl -q -n '$PUSH_TEST_BROKER_NODE' $*"
+    if [ "$(id -u)" = "$(id -u rabbitmq)" ]; then timeout "$secs" sh -c "$line"; else timeout "$secs" su rabbitmq -s /bin/sh -c "$line"; fi
+}
+
 stop_node() {
     load
     ctl stop >/dev/null 2>&1 || true
@@ -89,18 +95,33 @@ ENV
         RABBITMQ_PID_FILE="$dir/beam.pid" HOME=/var/lib/rabbitmq
     setsid sh -c "cd /var/lib/rabbitmq; $(command -v su) rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server' >'$dir/startup.log' 2>&1" </dev/null >/dev/null 2>&1 &
     echo $! > "$dir/pid"
-    # epmd knows the node only once it booted a little: poll (bounded) until it answers
+    # epmd knows the node only once it booted a little: poll until it answers, within a cap
+    # (PUSH_TEST_BROKER_START_TIMEOUT seconds, default 90) so that a hung start fails fast.
+    cap=${PUSH_TEST_BROKER_START_TIMEOUT:-90}
+    deadline=$(( $(date +%s) + cap ))
     started=""
-    i=0
-    while [ $i -lt 60 ]; do
-        if ctl "await_startup --timeout 30" >/dev/null 2>"$dir/await.err"; then started=yes; break; fi
+    while :; do
+        left=$(( deadline - $(date +%s) ))
+        [ "$left" -gt 0 ] || break
+        slice=$(( left < 30 ? left : 30 ))
+        if ctl_within $((slice + 10)) await_startup --timeout "$slice" >/dev/null 2>"$dir/await.err"; then
+            started=yes; break
+        fi
         kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
-        sleep 0.5; i=$((i+1))
+        sleep 0.5
     done
     if [ -z "$started" ]; then
-        echo "test-broker: node $node did not start; see $dir/startup.log and $dir/log" >&2
-        tail -20 "$dir/startup.log" >&2 || true
-        cat "$dir/await.err" >&2 || true
+        echo "test-broker: node $node did not start within ${cap} s; see $dir/startup.log and $dir/log" >&2
+        echo "--- startup.log (tail)" >&2; tail -20 "$dir/startup.log" >&2 2>/dev/null || true
+        for f in "$dir"/log/*.log; do
+            [ -f "$f" ] || continue
+            echo "--- $f (tail)" >&2; tail -30 "$f" >&2
+        done
+        echo "--- await_startup" >&2; cat "$dir/await.err" >&2 2>/dev/null || true
+        # stop what was started, by its ids, keeping the logs for a look
+        if [ -f "$dir/beam.pid" ]; then kill -9 "$(cat "$dir/beam.pid")" 2>/dev/null || true; fi
+        kill -9 -- "-$(cat "$dir/pid")" 2>/dev/null || true
+        rm -f "$dir/env"
         exit 1
     fi
     if [ -n "$owner" ]; then

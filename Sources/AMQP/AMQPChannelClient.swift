@@ -99,6 +99,14 @@ public final class AMQPChannelClient {
         return ok?.pointee.message_count ?? 0
     }
 
+    /// exchange.delete (unconditional; deleting one that does not exist succeeds).
+    public func deleteExchange(_ exchange: String) throws(AMQPError) {
+        let arena = CArena()
+        _ = try rpc("exchange.delete '\(exchange)'") {
+            amqp_exchange_delete(connection.raw, 1, arena.bytes(exchange), 0)
+        }
+    }
+
     /// basic.get with manual ack: the next message or nil when the queue is empty. Settle it with
     /// `ack` / `nack` / `reject` on this client; closing the client requeues unsettled ones.
     public func get(queue: String) throws(AMQPError) -> Delivery? {

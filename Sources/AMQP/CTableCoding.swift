@@ -38,14 +38,44 @@ final class CArena {
         return UnsafePointer(block.assumingMemoryBound(to: CChar.self))
     }
 
+    /// Field names are AMQP short strings (at most 255 bytes). librabbitmq writes a longer name
+    /// with a wrapped length byte, a corrupt frame; so a longer name (only possible from a
+    /// wire name whose invalid UTF-8 was repaired, or from an edited export file) is cut at the
+    /// last whole character within 255 bytes, and a cut name that another name already took is
+    /// left out.
     func table(_ table: AMQPTable) -> amqp_table_t {
         if table.isEmpty { return amqp_table_t(num_entries: 0, entries: nil) }
         let entries = allocate(MemoryLayout<amqp_table_entry_t>.stride * table.count)
             .bindMemory(to: amqp_table_entry_t.self, capacity: table.count)
-        for (index, key) in table.keys.sorted().enumerated() {
-            entries[index] = amqp_table_entry_t(key: bytes(key), value: field(table[key]!))
+        var written = Set<String>()
+        for key in table.keys.sorted() {
+            let name = Self.fieldName(key)
+            guard written.insert(name).inserted else { continue }
+            entries[written.count - 1] = amqp_table_entry_t(key: bytes(name), value: field(table[key]!))
         }
-        return amqp_table_t(num_entries: Int32(table.count), entries: entries)
+        return amqp_table_t(num_entries: Int32(written.count), entries: entries)
+    }
+
+    /// Whole seconds since 1970 as an AMQP timestamp: before 1970 (or NaN) is 0, and a date
+    /// past the 64-bit range (a wire value near 2^64 read back as a Double) is the largest one,
+    /// rather than a trap when the header is published again.
+    static func seconds(_ date: Date) -> UInt64 {
+        let s = date.timeIntervalSince1970.rounded(.down)
+        guard s > 0 else { return 0 }
+        return s < 18_446_744_073_709_551_616.0 ? UInt64(s) : .max
+    }
+
+    /// `key` if it fits a short string, else its longest prefix of whole characters that does.
+    static func fieldName(_ key: String) -> String {
+        guard key.utf8.count > 255 else { return key }
+        var length = 0
+        var scalars = String.UnicodeScalarView()
+        for scalar in key.unicodeScalars {
+            length += String(scalar).utf8.count
+            if length > 255 { break }
+            scalars.append(scalar)
+        }
+        return String(scalars)
     }
 
     func field(_ value: AMQPFieldValue) -> amqp_field_value_t {
@@ -63,7 +93,7 @@ final class CArena {
             field.kind = UInt8(AMQP_FIELD_KIND_F64.rawValue); field.value.f64 = d
         case .timestamp(let date):
             field.kind = UInt8(AMQP_FIELD_KIND_TIMESTAMP.rawValue)
-            field.value.u64 = UInt64(max(0, date.timeIntervalSince1970.rounded(.down)))
+            field.value.u64 = Self.seconds(date)
         case .table(let t):
             field.kind = UInt8(AMQP_FIELD_KIND_TABLE.rawValue); field.value.table = table(t)
         case .array(let items):
@@ -93,7 +123,7 @@ final class CArena {
         if let v = p.expiration { c.expiration = bytes(v); flags |= UInt32(AMQP_BASIC_EXPIRATION_FLAG) }
         if let v = p.messageID { c.message_id = bytes(v); flags |= UInt32(AMQP_BASIC_MESSAGE_ID_FLAG) }
         if let v = p.timestamp {
-            c.timestamp = UInt64(max(0, v.timeIntervalSince1970.rounded(.down)))
+            c.timestamp = Self.seconds(v)
             flags |= UInt32(AMQP_BASIC_TIMESTAMP_FLAG)
         }
         if let v = p.type { c.type = bytes(v); flags |= UInt32(AMQP_BASIC_TYPE_FLAG) }

@@ -7,8 +7,10 @@ import Synchronization
 /// `try await TestBroker.shared()` starts an isolated node from Debian's rabbitmq-server
 /// through `scripts/test-broker.sh` (own node name, ports, data and log folders), waits until it
 /// is up (~7 s), and returns the same broker to every later caller. A watchdog stops the node
-/// when the test process exits. If the broker cannot start, the call throws a `TestBrokerError`
-/// with the script's output: tests FAIL, they never skip.
+/// when the test process exits. If the broker cannot start (or has not started within
+/// `PUSH_TEST_BROKER_START_TIMEOUT` seconds, default 90), the call throws a `TestBrokerError`
+/// with the script's output, which ends with the tails of the node's logs: tests FAIL, they
+/// never skip.
 ///
 /// Set `PUSH_TEST_AMQP_URL` to use an already running broker instead (for example one started by
 /// `eval "$(scripts/test-broker.sh start)"`, which also prints `PUSH_TEST_BROKER_NODE`; export
@@ -16,6 +18,8 @@ import Synchronization
 ///
 /// Isolation: `makeVhost()` gives a fresh vhost (two rabbitmqctl calls, ~1–2 s); `uniqueName`
 /// gives unique queue/exchange names (free). Tests that close connections use a vhost of their own.
+/// Cleanup: a test deletes what it made (`deleteVhost`, `deleteTopology`, `delete(queues:)`), so
+/// the shared node does not fill up with quorum queues over a run.
 public final class TestBroker: Sendable {
     /// The AMQP URL of the default vhost "/".
     public let url: String
@@ -63,6 +67,28 @@ public final class TestBroker: Sendable {
         try rabbitmqctl(["add_vhost", vhost])
         try rabbitmqctl(["set_permissions", "-p", vhost, base.user, ".*", ".*", ".*"])
         return try settings(vhost: vhost, heartbeatSeconds: heartbeatSeconds)
+    }
+
+    /// Deletes a vhost made by `makeVhost` and everything in it (queues, exchanges, policies).
+    /// Call it from the test that made it (`defer`), so the shared node does not fill up.
+    public func deleteVhost(_ vhost: String) throws {
+        guard vhost != "/" else { throw TestBrokerError("refusing to delete the default vhost") }
+        try rabbitmqctl(["delete_vhost", vhost])
+    }
+
+    /// Deletes a test's queues and exchanges from the node: those of `topology` and any
+    /// `extraQueues` it declared besides (names already gone are fine). For tests on the shared
+    /// vhost, which cannot simply drop a vhost of their own.
+    public func deleteTopology(_ topology: Topology, extraQueues: [String] = [], settings: AMQPSettings) throws {
+        try delete(queues: topology.queues.map(\.name) + extraQueues, exchanges: topology.exchanges.map(\.name), settings: settings)
+    }
+
+    /// Deletes queues and exchanges a test declared on `settings`' vhost (missing ones are fine).
+    public func delete(queues: [String], exchanges: [String] = [], settings: AMQPSettings) throws {
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        for queue in queues { try client.deleteQueue(queue) }
+        for exchange in exchanges { try client.deleteExchange(exchange) }
     }
 
     /// Closes every client connection of `vhost` (all vhosts when nil) from the broker side,

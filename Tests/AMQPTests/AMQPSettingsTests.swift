@@ -2,7 +2,7 @@ import AMQP
 import Foundation
 import Testing
 
-@Suite("AMQP settings and credentials")
+@Suite("AMQP settings and credentials", .timeLimit(.minutes(2)))
 struct AMQPSettingsTests {
     @Test func parsesUserPasswordHostPortAndVhostWithPercentDecoding() throws {
         let s = try AMQPSettings(url: "amqp://us%40er:p%3Ass%2Fw@broker.example:5673/my%2Fvhost")

@@ -8,6 +8,7 @@ struct FailureTests {
     @Test func serverClosedConnectionEndsTheStreamAndUnackedMessagesComeBack() async throws {
         let broker = try await TestBroker.shared()
         let settings = try broker.makeVhost()
+        defer { try? broker.deleteVhost(settings.vhost) }
         let queue = "work"
         try declareTestQueue(queue, settings: settings)
         let client = try AMQPChannelClient(settings: settings)
@@ -39,6 +40,7 @@ struct FailureTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("after-404")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
         let publisher = try await ConfirmingPublisher.connect(settings: settings)
         let error = await #expect(throws: AMQPError.self) {
@@ -60,6 +62,7 @@ struct FailureTests {
     @Test func publishingAfterTheBrokerClosedTheConnectionFails() async throws {
         let broker = try await TestBroker.shared()
         let settings = try broker.makeVhost()
+        defer { try? broker.deleteVhost(settings.vhost) }
         let publisher = try await ConfirmingPublisher.connect(settings: settings)
         try broker.closeAllConnections(vhost: settings.vhost, reason: "test: publisher dropped")
         let error = await #expect(throws: AMQPError.self) {
@@ -79,6 +82,7 @@ struct FailureTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("get")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try client.declareQueue(queue, arguments: ["x-queue-type": "quorum"])
@@ -103,6 +107,7 @@ struct FailureTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("full")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try client.declareQueue(queue, arguments: ["x-max-length": 1, "x-overflow": "reject-publish"])

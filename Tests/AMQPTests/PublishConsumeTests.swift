@@ -10,6 +10,7 @@ struct PublishConsumeTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("bulk")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
         let total = 5_000
 
@@ -49,6 +50,7 @@ struct PublishConsumeTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("props")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
         let publisher = try await ConfirmingPublisher.connect(settings: settings)
         let stamp = Date(timeIntervalSince1970: 1_790_000_000)
@@ -75,6 +77,7 @@ struct PublishConsumeTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("nack")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
@@ -96,6 +99,7 @@ struct PublishConsumeTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings(heartbeatSeconds: 1)
         let queue = broker.uniqueName("idle")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
         let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 1)
         let publisher = try await ConfirmingPublisher.connect(settings: settings)
@@ -116,6 +120,7 @@ struct PublishConsumeTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("cancel")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
@@ -136,6 +141,7 @@ struct PublishConsumeTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let queue = broker.uniqueName("deleted")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
         let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 10)
         let client = try AMQPChannelClient(settings: settings)

@@ -3,7 +3,7 @@ import BrokerHarness
 import Foundation
 import Testing
 
-@Suite("Topology")
+@Suite("Topology", .timeLimit(.minutes(2)))
 struct TopologyTests {
     @Test func namesEverythingFromThePrefixAndTiersFromTheDelays() {
         let t = Topology(prefix: "acme", retryDelaysSeconds: [30, 5, 120, 600, 3600, 5])
@@ -43,6 +43,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("topo"))
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
@@ -55,6 +56,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("topo"))
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
@@ -85,6 +87,7 @@ struct TopologyTests {
     @Test func aJobRoutedToTheJobExchangeLandsInTheJobQueue() async throws {
         let broker = try await TestBroker.shared()
         let topology = Topology(prefix: broker.uniqueName("route"))
+        defer { try? broker.deleteTopology(topology, settings: try broker.settings()) }
         let client = try AMQPChannelClient(settings: try broker.settings())
         defer { client.close() }
         try topology.declare(on: client)
@@ -100,6 +103,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("retry"), retryDelaysSeconds: [1, 60])
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
@@ -119,6 +123,7 @@ struct TopologyTests {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("dlq"))
+        defer { try? broker.deleteTopology(topology, settings: settings) }
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)

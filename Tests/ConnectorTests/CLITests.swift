@@ -30,7 +30,7 @@ func temporaryDirectory() throws -> String {
     return path
 }
 
-@Suite struct CLITests {
+@Suite(.timeLimit(.minutes(1))) struct CLITests {
     @Test func composePrintsOneBodyPerRecipientForTheSeedJob() async throws {
         let (code, out, err) = await runCLI(["compose", "--config", "\(repositoryRoot)/examples/apps.json",
                                              "\(repositoryRoot)/examples/jobs/notification.json"])
@@ -136,7 +136,7 @@ func temporaryDirectory() throws -> String {
     }
 }
 
-@Suite struct DeployFileTests {
+@Suite(.timeLimit(.minutes(1))) struct DeployFileTests {
     @Test func rabbitmqDefinitionsFileMatchesTheTopology() async throws {
         let (code, out, _) = await runCLI(["topology", "definitions"])
         #expect(code == 0)
@@ -146,7 +146,7 @@ func temporaryDirectory() throws -> String {
     }
 }
 
-@Suite struct HeaderClampTests {
+@Suite(.timeLimit(.minutes(1))) struct HeaderClampTests {
     @Test func attemptHeaderFromThePublisherIsClamped() {
         #expect(JobProcessor.attemptsMade(["push-attempt": .int(Int64.max)]) == 1_000_000)
         #expect(JobProcessor.attemptsMade(["push-attempt": .int(-5)]) == 0)

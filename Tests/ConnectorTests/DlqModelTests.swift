@@ -5,7 +5,7 @@ import Testing
 @testable import Connector
 
 /// The pure DLQ model: entries, filters, stats, replay headers and the export line format.
-@Suite struct DlqModelTests {
+@Suite(.timeLimit(.minutes(1))) struct DlqModelTests {
     static let now = Timestamp(rfc3339: "2026-11-29T12:00:00Z")!
 
     static func workerHeaders(code: String = "UNKNOWN_APP", last: String = "2026-11-29T11:00:00Z", replays: Int64 = 0) -> AMQPTable {

@@ -1,4 +1,5 @@
 import AMQP
+import BrokerHarness
 import Foundation
 import PushCore
 import Testing
@@ -64,10 +65,14 @@ final class RunningEvents: Sendable {
         task = Task { await service.run(until: shutdown) }
     }
 
+    /// Stops the service and waits until it has stopped.
     func stop() async {
         shutdown.trigger()
         await task.value
     }
+
+    /// A test that failed before `stop()` still shuts the service down (not awaited then).
+    deinit { shutdown.trigger() }
 }
 
 func eventJSON(_ type: String, _ id: String, at: String = "2026-11-29T21:05:00Z", extra: String = "") -> String {
@@ -125,7 +130,6 @@ func eventJSON(_ type: String, _ id: String, at: String = "2026-11-29T21:05:00Z"
     @Test func malformedEventsGet400NamingTheFieldAndNothingIsQueued() async throws {
         let f = try await PipelineFixture()
         let events = try RunningEvents(settings: f.settings, topology: f.topology, database: nil)
-        defer { Task { await events.stop() } }
         let cases: [(String, String, String)] = [
             ("/event", "{not json", "$"),
             ("/event", #"{"event_type":"like","mn_message_id":"mnid2m.1.2.3.4.5"}"#, "event_type"),
@@ -153,27 +157,29 @@ func eventJSON(_ type: String, _ id: String, at: String = "2026-11-29T21:05:00Z"
         let metrics = try await eventsHTTP("GET", events.base + "/metrics").1
         #expect(metrics.contains("push_events_invalid_requests_total 9"))
         #expect(metrics.contains("push_events_accepted_total 1"))
+        await events.stop()
     }
 
     @Test func withTheBrokerUnreachableEventAnswers503() async throws {
         let f = try await PipelineFixture()
         var settings = f.settings
-        settings.port = try PipelineFixture.freePort()  // nothing listens there
+        let refusing = try RefusingPort()  // nothing listens there
+        defer { refusing.close() }
+        settings.port = refusing.port
         let events = try RunningEvents(settings: settings, topology: f.topology, database: nil)
-        defer { Task { await events.stop() } }
         let (status, body) = try await eventsHTTP("POST", events.base + "/event", body: eventJSON("open", "mnid2m.1.2.3.4.5"))
         #expect(status == 503, "\(body)")
         #expect(body.contains("UNAVAILABLE"))
         #expect(try await eventsHTTP("POST", events.base + "/events", body: #"{"events":[\#(eventJSON("click", "mnid2m.1.2.3.4.5"))]}"#).0 == 503)
         #expect(try await eventsHTTP("GET", events.base + "/healthz").0 == 200)
         #expect(events.service.metrics.accepted.load(ordering: .relaxed) == 0)
+        await events.stop()
     }
 
     @Test func withEventKeysOnlyTheRightKeyIsAccepted() async throws {
         let f = try await PipelineFixture()
         let keys = EventKeys(["shop-android": "k-0123456789abcdef"])
         let events = try RunningEvents(settings: f.settings, topology: f.topology, database: nil, keys: keys)
-        defer { Task { await events.stop() } }
         let body = eventJSON("open", "mnid2m.1.2.3.4.5")
         #expect(try await eventsHTTP("POST", events.base + "/event", body: body).0 == 401)
         #expect(try await eventsHTTP("POST", events.base + "/event", body: body, headers: ["X-Push-Event-Key: wrong"]).0 == 401)
@@ -182,6 +188,7 @@ func eventJSON(_ type: String, _ id: String, at: String = "2026-11-29T21:05:00Z"
         #expect(try f.messageCount(f.topology.eventsQueue) == 0)
         #expect(try await eventsHTTP("POST", events.base + "/event", body: body, headers: ["x-push-event-key: k-0123456789abcdef"]).0 == 202)
         #expect(try f.messageCount(f.topology.eventsQueue) == 1)
+        await events.stop()
     }
 
     @Test func anUnparseableEventGoesToTheEventsDLQWithAReasonAndConsumingGoesOn() async throws {

@@ -4,7 +4,7 @@ import Testing
 @testable import Connector
 
 /// The SQLite event store and the funnel query, on a real database file.
-@Suite struct EventsStoreTests {
+@Suite(.timeLimit(.minutes(1))) struct EventsStoreTests {
     static func result(_ job: String, _ id: String, _ outcome: SendOutcome, campaign: String? = "C1", app: String = "shop-android") -> SendResult {
         SendResult(jobID: job, appID: app, mnMessageID: id, campaign: campaign, target: ("token", "t-\(id)"), outcome: outcome,
                    attempts: 1, completedAt: Timestamp(secondsSince1970: 1_800_000_000))

@@ -4,6 +4,7 @@ import EmulatorKit
 import FCM
 import Foundation
 import PushCore
+import Synchronization
 import Testing
 @testable import Connector
 
@@ -19,12 +20,16 @@ final class PipelineFixture: Sendable {
     let directory: String
     let appsFile: String
     let registry: AppRegistry
+    let ownVhost: Bool
+    /// Queues a test declared besides the topology (deleted with it).
+    private let extraQueues = Mutex<[String]>([])
 
     /// - Parameters:
     ///   - ownVhost: isolate in a fresh vhost (for tests that close connections).
     ///   - retryTiers: delay tiers in seconds (short ones keep retry tests fast).
     init(ownVhost: Bool = false, retryTiers: [Int] = [1], configureEmulator: (inout EmulatorConfiguration) -> Void = { _ in }) async throws {
         broker = try await TestBroker.shared()
+        self.ownVhost = ownVhost
         settings = ownVhost ? try broker.makeVhost(heartbeatSeconds: 10) : try broker.settings()
         topology = Topology(prefix: broker.uniqueName("pc"), retryDelaysSeconds: retryTiers)
         directory = try temporaryDirectory()
@@ -53,7 +58,34 @@ final class PipelineFixture: Sendable {
         try topology.declare(on: client)
     }
 
-    deinit { emulator.stop() }
+    /// Stops the emulator and removes what the test left on the shared node: its vhost, or its
+    /// queues and exchanges (so hundreds of quorum queues do not pile up over a run), and its
+    /// folder. Cleanup failures are reported on stderr; they do not fail the test.
+    deinit {
+        emulator.stop()
+        do {
+            if ownVhost {
+                try broker.deleteVhost(settings.vhost)
+            } else {
+                try broker.deleteTopology(topology, extraQueues: extraQueues.withLock { $0 }, settings: settings)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("PipelineFixture cleanup of \(topology.prefix) failed: \(error)\n".utf8))
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Declares a durable queue bound to `exchange` with `routingKey` (e.g. to watch what the
+    /// worker publishes there); it is deleted with the fixture.
+    func declareObserver(_ name: String, exchange: String, routingKey: String) throws -> String {
+        let queue = "\(topology.prefix).observe.\(name)"
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try client.declareQueue(queue)
+        try client.bindQueue(queue, exchange: exchange, routingKey: routingKey)
+        extraQueues.withLock { $0.append(queue) }
+        return queue
+    }
 
     /// A worker wired like `push-connector worker`, not yet running.
     /// `fcmPath` is appended to the emulator's URL (a wrong path simulates a misconfigured `--fcm-url`).
@@ -125,21 +157,6 @@ final class PipelineFixture: Sendable {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         return Int(try client.messageCount(queue: queue))
-    }
-
-    /// A port nothing listens on right now (bound to 127.0.0.1:0, read, closed).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw FixtureError("cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

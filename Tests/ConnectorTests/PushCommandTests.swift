@@ -3,7 +3,7 @@ import Testing
 @testable import Connector
 
 /// `push-connector push` against the real emulator.
-@Suite(.serialized) struct PushCommandTests {
+@Suite(.serialized, .timeLimit(.minutes(3))) struct PushCommandTests {
     @Test func pushSendsOneComposedMessageAndPrintsTheOutcome() async throws {
         let f = try await PipelineFixture()
         let (code, out, err) = await runCLI(["push", "--config", f.appsFile, "--app-id", "shop-android", "--token", "dev-cli",

@@ -1,3 +1,4 @@
+import BrokerHarness
 import Testing
 @testable import Connector
 
@@ -35,7 +36,9 @@ import Testing
     @Test func unreachableBrokerIsRetriedWithBackoffUntilShutdown() async throws {
         let f = try await PipelineFixture()
         var settings = f.settings
-        settings.port = 1  // nothing listens there
+        let refusing = try RefusingPort()  // nothing listens there, and nothing can start to
+        defer { refusing.close() }
+        settings.port = refusing.port
         var configuration = SendWorker.Configuration(settings: settings, topology: f.topology)
         configuration.reconnectBackoff = (.milliseconds(20), .milliseconds(50))
         let worker = SendWorker(configuration: configuration,

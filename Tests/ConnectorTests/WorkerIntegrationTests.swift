@@ -21,26 +21,6 @@ import Testing
         #expect(f.emulator.recordedMessages().count == 3)
     }
 
-    @Test func seedMessageKindsArriveAtFCMExactlyAsComposed() async throws {
-        let f = try await PipelineFixture()
-        let (shutdown, task) = f.startWorker(try f.makeWorker())
-        let jobs = [try String(contentsOfFile: "\(repositoryRoot)/examples/jobs/data-only.json", encoding: .utf8),
-                    jobJSON("notif", tokens: ["dev-n"], extra: #","data":{"pushdata.promo":"OFFERTA_ESTIVA"}"#)]
-        try await f.publish(jobs.map { $0.replacingOccurrences(of: "\n", with: " ") })
-        _ = try await f.results(2)
-        shutdown.trigger()
-        await task.value
-        for body in jobs {
-            let job = try SendJob.decode(Array(body.utf8))
-            let expected = try #require(try MessageComposer().compose(job, app: f.registry[job.appID]!).first)
-            guard case .message(let composed) = expected, case .string(let token)? = composed.message["token"] else {
-                Issue.record("not composed"); continue
-            }
-            let recorded = try #require(f.emulator.recordedMessages().first { $0.token == token })
-            #expect(try JSONValue.parse(recorded.messageJSON) == composed.message)
-        }
-    }
-
     @Test func unregisteredTokenGivesInvalidTokenRoutedForPruning() async throws {
         let f = try await PipelineFixture()
         let (shutdown, task) = f.startWorker(try f.makeWorker())

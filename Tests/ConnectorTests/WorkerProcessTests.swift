@@ -55,32 +55,42 @@ func builtProduct(_ name: String) throws -> String {
 
     @Test func sighupReloadsTheAppFileAndABadFileIsRefused() async throws {
         let f = try await PipelineFixture()
+        let log = f.directory + "/worker.log"
+        #expect(FileManager.default.createFile(atPath: log, contents: nil))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
         process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
-                             "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--no-declare", "--log-level", "error"]
+                             "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--no-declare", "--log-level", "info"]
         process.environment = ["PATH": "/usr/bin:/bin"]
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        // SIGHUP's handler is installed before this line; a SIGHUP sent earlier would kill the process.
+        try await waitForLog(log, "worker starting")
 
         try await f.publish([jobJSON("before", tokens: ["dev-1"], app: "late-app")])
         let dead = try await f.take(1, from: f.topology.deadLetterQueue)
         #expect(dead.first?.properties.headers["push-error-code"]?.stringValue == "UNKNOWN_APP")
 
-        // A broken file is refused: the worker keeps the old configuration and keeps serving.
+        // A broken file is refused — the worker says so — and the old configuration stays in force.
         let original = try String(contentsOfFile: f.appsFile, encoding: .utf8)
         try "{\"apps\": [".write(toFile: f.appsFile, atomically: true, encoding: .utf8)
         kill(process.processIdentifier, SIGHUP)
-        try await Task.sleep(for: .milliseconds(500))
-        try await f.publish([jobJSON("still-served", tokens: ["dev-2"])])
+        let refused = try await waitForLog(log, "configuration reload refused; keeping the previous one")
+        #expect(refused.contains(f.appsFile), "the refusal names the file: \(refused)")
+        try await f.publish([jobJSON("still-served", tokens: ["dev-2"]), jobJSON("still-unknown", tokens: ["dev-4"], app: "late-app")])
         #expect(try await f.results(1).map(\.jobID) == ["still-served"])
+        let stillDead = try await f.take(1, from: f.topology.deadLetterQueue)
+        #expect(stillDead.first?.properties.headers["push-error-code"]?.stringValue == "UNKNOWN_APP")
+        #expect(!(try String(contentsOfFile: log, encoding: .utf8)).contains("configuration reloaded"))
 
-        // The fixed file adds the App ID; after SIGHUP its jobs are delivered.
+        // The fixed file adds the App ID; once the reload is logged, its jobs are delivered.
         try original.replacingOccurrences(of: #"{"apps":[{"app_id":"shop-android""#,
                                           with: #"{"apps":[{"app_id":"late-app","project_id":"shop-prod","credentials_file":"\#(f.directory)/sa.json"},{"app_id":"shop-android""#)
             .write(toFile: f.appsFile, atomically: true, encoding: .utf8)
         kill(process.processIdentifier, SIGHUP)
-        try await Task.sleep(for: .milliseconds(500))
+        let reloaded = try await waitForLog(log, "configuration reloaded")
+        #expect(reloaded.contains("apps=late-app,shop-android"), "\(reloaded)")
         try await f.publish([jobJSON("after", tokens: ["dev-3"], app: "late-app")])
         let results = try await f.results(1)
         #expect(results.map(\.jobID) == ["after"])
@@ -88,5 +98,19 @@ func builtProduct(_ name: String) throws -> String {
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
+    }
+}
+
+/// Waits until the log file has a line containing `text` and returns that line.
+@discardableResult
+func waitForLog(_ path: String, _ text: String, timeout: Duration = .seconds(30)) async throws -> String {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let content = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        if let line = content.split(separator: "\n").first(where: { $0.contains(text) }) { return String(line) }
+        guard ContinuousClock.now < deadline else {
+            throw FixtureError("no log line with \"\(text)\" within \(timeout); log:\n\(content.suffix(2000))")
+        }
+        try await Task.sleep(for: .milliseconds(50))
     }
 }

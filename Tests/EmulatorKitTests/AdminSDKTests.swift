@@ -5,7 +5,7 @@ import Testing
 /// The official Firebase Admin SDK for Python (PyPI `firebase-admin`) sends through the emulator
 /// unchanged (only its FCM URL and the credentials' token_uri point here) and raises the right
 /// exception for each error. Fails, never skips, when python3 or firebase-admin is missing.
-@Suite struct AdminSDKTests {
+@Suite(.timeLimit(.minutes(3))) struct AdminSDKTests {
     @Test func pythonAdminSDKSendsAndRaisesTheRightErrors() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -1,7 +1,7 @@
 import Testing
 @testable import EmulatorKit
 
-@Suite struct CommandLineTests {
+@Suite(.timeLimit(.minutes(1))) struct CommandLineTests {
     @Test func flagsBecomeAConfiguration() throws {
         let command = try EmulatorCommandLine.parse([
             "--listen", "127.0.0.1:0", "--no-auth", "--latency", "5-20", "--error-rate", "unavailable=0.1",

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// The `fcm-emulator` executable: ready line, serving, usage errors, clean stop on SIGTERM.
-@Suite struct ExecutableTests {
+@Suite(.timeLimit(.minutes(2))) struct ExecutableTests {
     /// The executable sits next to the test bundle in the build directory.
     static var binary: String {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("fcm-emulator").path

@@ -3,7 +3,7 @@ import Testing
 @testable import EmulatorKit
 
 /// The JWT-bearer token endpoint and bearer checks on messages:send.
-@Suite struct OAuthTests {
+@Suite(.timeLimit(.minutes(2))) struct OAuthTests {
     struct Account {
         let file: String
         let email: String

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import EmulatorKit
 
-@Suite struct SendEndpointTests {
+@Suite(.timeLimit(.minutes(1))) struct SendEndpointTests {
     @Test func validMessageIsAcceptedAndRecordedOverHTTP2() throws {
         try withEmulator { emulator throws in
             let message = #"{"token":"device-1","notification":{"title":"Hi","body":"There"},"data":{"pushdata.promo":"X"}}"#

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import EmulatorKit
 
-@Suite struct TLSTests {
+@Suite(.timeLimit(.minutes(1))) struct TLSTests {
     @Test func tlsNegotiatesHTTP2ByALPNAndVerifiesAgainstTheDevCA() throws {
         try withTLSEmulator { emulator, ca in
             #expect(emulator.baseURL.hasPrefix("https://127.0.0.1:"))

@@ -3,7 +3,7 @@ import Testing
 @testable import EmulatorKit
 
 /// Each FCM rule, broken once: 400 INVALID_ARGUMENT naming the field.
-@Suite struct ValidationTests {
+@Suite(.timeLimit(.minutes(1))) struct ValidationTests {
     static let cases: [(message: String, field: String)] = [
         (#"{"data":{"a":"b"}}"#, "message.token"),
         (#"{"token":"t","topic":"news"}"#, "message.topic"),

@@ -27,22 +27,19 @@ final class EmulatorHarness: Sendable {
             configuration.tlsCertificateFile = directory + "/cert.pem"
             configuration.tlsKeyFile = directory + "/key.pem"
         }
-        // The token URI is only known once the port is: start on a free port first, then
-        // write the account naming it (the emulator reads account files on start).
+        // The emulator binds port 0 (no window in which another process could take the port);
+        // the account naming its token URI is written and trusted once the port is known.
         let accountPath = directory + "/sa.json"
-        configuration.serviceAccountFiles = [accountPath]
         configure(&configuration)
-        let port = try Self.freePort()
-        configuration.port = port
-        let scheme = tls ? "https" : "http"
-        let tokenURI = "\(scheme)://127.0.0.1:\(port)/token"
+        let emulator = try FCMEmulator(configuration: configuration)
+        try emulator.start()
+        self.emulator = emulator
         let json = try ServiceAccountFactory.make(projectID: Self.project,
                                                   clientEmail: ServiceAccountFactory.defaultClientEmail(projectID: Self.project),
-                                                  tokenURI: tokenURI)
+                                                  tokenURI: emulator.tokenURL)
         try json.write(toFile: accountPath, atomically: true, encoding: .utf8)
+        try emulator.trustServiceAccount(json: json)
         account = try ServiceAccount.load(contentsOf: accountPath)
-        emulator = try FCMEmulator(configuration: configuration)
-        try emulator.start()
         var clientConfiguration = FCMClient.Configuration()
         clientConfiguration.baseURL = emulator.baseURL
         clientConfiguration.transport.requestTimeout = .seconds(10)
@@ -64,25 +61,6 @@ final class EmulatorHarness: Sendable {
 
     func send(token: String) async -> FCMOutcome {
         await client.send(projectID: Self.project, messageBody: Self.body(token: token), credentials: account)
-    }
-
-    /// A port the kernel reports free right now.
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw HarnessError(description: "socket failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw HarnessError(description: "bind failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// A self-signed certificate for 127.0.0.1 (its own CA), made with the openssl CLI.

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import FCM
 
-@Suite struct JWTAssertionTests {
+@Suite(.timeLimit(.minutes(1))) struct JWTAssertionTests {
     let account = try! ServiceAccount.parse(TestKeys.serviceAccountJSON(privateKey: TestKeys.shared), file: "sa.json")
 
     private func decodeJSON(_ part: Substring) throws -> [String: Any] {

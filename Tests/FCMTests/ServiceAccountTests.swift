@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import FCM
 
-@Suite struct ServiceAccountTests {
+@Suite(.timeLimit(.minutes(1))) struct ServiceAccountTests {
     @Test func parsesEveryField() throws {
         let account = try ServiceAccount.parse(TestKeys.serviceAccountJSON(privateKey: TestKeys.shared), file: "sa.json")
         #expect(account.projectID == "shop-prod")

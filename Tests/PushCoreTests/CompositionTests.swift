@@ -2,7 +2,7 @@ import Testing
 @testable import PushCore
 
 /// Merge precedence, deep merge of options and the tracking id.
-@Suite struct CompositionTests {
+@Suite(.timeLimit(.minutes(1))) struct CompositionTests {
     @Test func dataPrecedenceIsAppThenJobThenRecipientThenTracking() throws {
         var app = Fixtures.app
         app.defaultPayload = ["k": "app", "app_only": "1", "mn_message_id": "from-app"]

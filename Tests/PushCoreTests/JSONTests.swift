@@ -2,7 +2,7 @@ import Testing
 @testable import PushCore
 
 /// The JSON parser and writer.
-@Suite struct JSONTests {
+@Suite(.timeLimit(.minutes(1))) struct JSONTests {
     @Test func parsesEveryKindAndKeepsBooleansApartFromNumbers() throws {
         let v = try JSONValue.parse(#"{"a":[1,-2.5,true,false,null,"s\n\u00e8\ud83d\ude00"],"b":{},"c":1e3}"#)
         #expect(v == ["a": [1, -2.5, true, false, nil, "s\nè😀"], "b": [:], "c": 1000.0])

@@ -13,7 +13,7 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 }
 
-@Suite struct RetryPolicyTests {
+@Suite(.timeLimit(.minutes(1))) struct RetryPolicyTests {
     @Test func delayGrowsExponentiallyWithinJitterAndCap() {
         var rng = SeededGenerator(state: 1)
         let policy = RetryPolicy(baseDelay: .seconds(5), maxDelay: .seconds(600), jitter: 0.2)
@@ -41,7 +41,7 @@ struct SeededGenerator: RandomNumberGenerator {
 
 }
 
-@Suite struct JobPlannerTests {
+@Suite(.timeLimit(.minutes(1))) struct JobPlannerTests {
     let now = Timestamp(secondsSince1970: 1_800_000_000)
 
     func job(_ tokens: [String]) throws -> SendJob {
@@ -145,7 +145,7 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 /// Values that come from outside are bounded before arithmetic.
-@Suite struct HostileValueTests {
+@Suite(.timeLimit(.minutes(1))) struct HostileValueTests {
     @Test func aHugeRetryAfterIsClampedToTheRetryBudget() {
         var rng = SeededGenerator(state: 3)
         let policy = RetryPolicy(maxAge: .seconds(86_400))

@@ -2,7 +2,7 @@ import Testing
 @testable import PushCore
 
 /// The two message kinds of the seed document, reproduced through the composer.
-@Suite struct SeedExampleTests {
+@Suite(.timeLimit(.minutes(1))) struct SeedExampleTests {
     @Test func notificationPlusDataCarriesNotificationDataAndAppExtraOptions() throws {
         let job = try Fixtures.job("""
         {"job_id":"j-1","app_id":"shop-android","recipients":[{"token":"tok-1","mn_message_id":"mnid2m.1234.12.12.1.2"}],

@@ -2,7 +2,7 @@ import Testing
 @testable import PushCore
 
 /// Every FCM limit the validator enforces, each with a failing and a passing case.
-@Suite struct ValidationTests {
+@Suite(.timeLimit(.minutes(1))) struct ValidationTests {
     /// A minimal valid token message with `section` set to `value`.
     func message(_ extra: [String: JSONValue]) -> JSONValue {
         var m: [String: JSONValue] = ["token": "tok", "notification": ["title": "T"]]
