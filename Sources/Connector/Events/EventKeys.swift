@@ -33,9 +33,19 @@ public struct EventKeys: Sendable {
         return Self.constantTimeEquals(expected, Array(presented.utf8))
     }
 
+    /// True when `presented` is the key of at least one App ID (checked against every key, no
+    /// early exit): a header that opens nothing is refused before the body is read.
+    public func opensAny(presented: String?) -> Bool {
+        guard let presented else { return false }
+        let bytes = Array(presented.utf8)
+        var any = false
+        for key in keys.values { any = Self.constantTimeEquals(key, bytes) || any }
+        return any
+    }
+
     /// Compares without an early exit, so timing does not reveal how much of a key matched.
     static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
+        var difference: UInt8 = a.count == b.count ? 0 : 1
         for i in 0..<a.count {
             difference |= a[i] ^ (i < b.count ? b[i] : 0)
         }
