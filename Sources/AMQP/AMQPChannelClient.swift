@@ -13,6 +13,8 @@ import Foundation
 public final class AMQPChannelClient {
     private let connection: AMQPConnection
     private var confirmsSelected = false
+    /// Publish sequence number of the last message published in confirm mode on this channel.
+    private var publishSequence: UInt64 = 0
 
     /// Connects and opens channel 1.
     public init(settings: AMQPSettings) throws(AMQPError) {
@@ -31,6 +33,7 @@ public final class AMQPChannelClient {
             if error.code == .channelClosed {
                 try connection.openChannel(1)
                 if confirmsSelected {
+                    publishSequence = 0
                     _ = amqp_confirm_select(connection.raw, 1)
                     try connection.check("confirm.select")
                 }
@@ -122,10 +125,10 @@ public final class AMQPChannelClient {
         let ok = reply.reply.decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
         let tag = ok.delivery_tag, redelivered = ok.redelivered != 0, count = ok.message_count
         let exchange = CDecode.string(ok.exchange), routingKey = CDecode.string(ok.routing_key)
-        let (properties, body) = try connection.readContent(channel: 1)
+        let (properties, body, encoded) = try connection.readContent(channel: 1, keepEncoded: true)
         connection.releaseBuffers()
         return Delivery(body: body, properties: properties, deliveryTag: tag, redelivered: redelivered,
-                        exchange: exchange, routingKey: routingKey, messageCount: count)
+                        exchange: exchange, routingKey: routingKey, messageCount: count, encodedProperties: encoded)
     }
 
     /// Acknowledges a message taken with `get`.
@@ -153,12 +156,10 @@ public final class AMQPChannelClient {
     public func publishConfirmed(exchange: String, routingKey: String, body: Data,
                                  properties: MessageProperties = MessageProperties(),
                                  mandatory: Bool = false) throws(AMQPError) {
-        if !confirmsSelected {
-            _ = try rpc("confirm.select") { amqp_confirm_select(connection.raw, 1) }
-            confirmsSelected = true
-        }
+        try selectConfirms()
         try connection.publish(exchange: exchange, routingKey: routingKey, body: body,
                                properties: properties, mandatory: mandatory)
+        publishSequence += 1
         var returned: AMQPError?
         while true {
             guard let frame = try connection.nextFrame(timeoutMicros: 1_000_000) else { continue }
@@ -171,12 +172,64 @@ public final class AMQPChannelClient {
                 return
             case .nack: throw .nacked()
             case .channelClosed(_, let error):
-                try connection.openChannel(1)
-                _ = amqp_confirm_select(connection.raw, 1)
-                try connection.check("confirm.select")
+                try reopenAfterChannelClose()
                 throw error
             default: continue
             }
         }
+    }
+
+    /// Publishes copies of messages taken with `get`, in order, each as a *mandatory* publish
+    /// with exactly the properties it arrived with (`Delivery.encodedProperties`: every header in
+    /// its order and with its type, `x-death` included) but for `x-delivery-count`, which the
+    /// broker adds on delivery (a quorum queue even on the first), then waits until the broker
+    /// confirmed every one. Throws `.nacked`, `.returned` (routed nowhere) or `.channelClosed` — then some
+    /// of the copies may have been enqueued and others not.
+    public func publishCopiesConfirmed(_ copies: [Delivery], exchange: String, routingKey: String) throws(AMQPError) {
+        guard !copies.isEmpty else { return }
+        try selectConfirms()
+        let first = publishSequence + 1
+        for copy in copies {
+            if let encoded = copy.encodedProperties {
+                try connection.publish(exchange: exchange, routingKey: routingKey, body: copy.body,
+                                       encodedProperties: encoded, droppingHeaders: ["x-delivery-count"], mandatory: true)
+            } else {
+                var properties = copy.properties
+                properties.headers.removeValue(forKey: "x-delivery-count")
+                try connection.publish(exchange: exchange, routingKey: routingKey, body: copy.body,
+                                       properties: properties, mandatory: true)
+            }
+            publishSequence += 1
+        }
+        var outstanding = Set(first...publishSequence)
+        while !outstanding.isEmpty {
+            guard let frame = try connection.nextFrame(timeoutMicros: 1_000_000) else { continue }
+            defer { connection.releaseBuffers() }
+            switch frame {
+            case .returned(let code, let text, let exchange, let key):
+                throw .returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
+            case .ack(let tag, let multiple):
+                if multiple { outstanding = outstanding.filter { $0 > tag } } else { outstanding.remove(tag) }
+            case .nack: throw .nacked()
+            case .channelClosed(_, let error):
+                try reopenAfterChannelClose()
+                throw error
+            default: continue
+            }
+        }
+    }
+
+    private func selectConfirms() throws(AMQPError) {
+        guard !confirmsSelected else { return }
+        _ = try rpc("confirm.select") { amqp_confirm_select(connection.raw, 1) }
+        confirmsSelected = true
+        publishSequence = 0
+    }
+
+    private func reopenAfterChannelClose() throws(AMQPError) {
+        try connection.openChannel(1)
+        publishSequence = 0
+        _ = amqp_confirm_select(connection.raw, 1)
+        try connection.check("confirm.select")
     }
 }

@@ -181,7 +181,7 @@ final class AMQPConnection {
             let m = decoded.assumingMemoryBound(to: amqp_basic_deliver_t.self).pointee
             let tag = m.delivery_tag, redelivered = m.redelivered != 0
             let exchange = CDecode.string(m.exchange), routingKey = CDecode.string(m.routing_key)
-            let (properties, body) = try readContent(channel: frame.channel)
+            let (properties, body, _) = try readContent(channel: frame.channel)
             return .deliver(Delivery(body: body, properties: properties, deliveryTag: tag,
                                      redelivered: redelivered, exchange: exchange, routingKey: routingKey,
                                      messageCount: nil))
@@ -220,7 +220,10 @@ final class AMQPConnection {
     }
 
     /// Reads the content header and body frames following basic.deliver / get-ok / return.
-    func readContent(channel: UInt16) throws(AMQPError) -> (MessageProperties, Data) {
+    /// With `keepEncoded`, also returns the properties re-encoded by librabbitmq from what it
+    /// decoded (every table entry in wire order with its wire type): `publish(encodedProperties:)`
+    /// sends them back unchanged.
+    func readContent(channel: UInt16, keepEncoded: Bool = false) throws(AMQPError) -> (MessageProperties, Data, Data?) {
         var frame = amqp_frame_t()
         var status = amqp_simple_wait_frame(state, &frame)
         guard status == AMQP_STATUS_OK.rawValue else {
@@ -238,6 +241,7 @@ final class AMQPConnection {
         let size = Int(frame.payload.properties.body_size)
         let properties = CDecode.properties(
             frame.payload.properties.decoded.assumingMemoryBound(to: amqp_basic_properties_t.self).pointee)
+        let encoded = keepEncoded ? try Self.encode(frame.payload.properties.decoded) : nil
         var body = Data(capacity: size)
         while body.count < size {
             status = amqp_simple_wait_frame(state, &frame)
@@ -250,7 +254,21 @@ final class AMQPConnection {
             }
             body.append(CDecode.data(frame.payload.body_fragment))
         }
-        return (properties, body)
+        return (properties, body, encoded)
+    }
+
+    /// The wire encoding of decoded basic properties (librabbitmq's encoder; the buffer grows
+    /// until they fit).
+    private static func encode(_ decoded: UnsafeMutableRawPointer) throws(AMQPError) -> Data {
+        var size = 4096
+        while size <= 1 << 26 {
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+            defer { buffer.deallocate() }
+            let written = amqp_encode_properties(UInt16(AMQP_BASIC_CLASS), decoded, amqp_bytes_t(len: size, bytes: buffer))
+            if written >= 0 { return Data(bytes: buffer, count: Int(written)) }
+            size *= 4
+        }
+        throw .protocolError("message properties too large to re-encode")
     }
 
     /// Frees the memory of decoded frames; call between messages.
@@ -269,6 +287,44 @@ final class AMQPConnection {
         guard status == AMQP_STATUS_OK.rawValue else {
             isOpen = false
             throw .connectionLost("publish failed: \(Self.statusText(status))")
+        }
+    }
+
+    /// Publishes with properties given in their wire encoding (from `Delivery.encodedProperties`),
+    /// so that every header keeps its order and type and every property its exact value; the
+    /// headers named in `droppingHeaders` are left out (the others keep their order).
+    func publish(channel: UInt16 = 1, exchange: String, routingKey: String, body: Data,
+                 encodedProperties: Data, droppingHeaders: Set<String> = [], mandatory: Bool) throws(AMQPError) {
+        let arena = CArena()
+        var pool = amqp_pool_t()
+        init_amqp_pool(&pool, 4096)
+        defer { empty_amqp_pool(&pool) }
+        var decoded: UnsafeMutableRawPointer?
+        let status: Int32 = encodedProperties.withUnsafeBytes { raw in
+            amqp_decode_properties(UInt16(AMQP_BASIC_CLASS), &pool,
+                                   amqp_bytes_t(len: raw.count, bytes: UnsafeMutableRawPointer(mutating: raw.baseAddress)), &decoded)
+        }
+        guard status == AMQP_STATUS_OK.rawValue, let decoded else {
+            throw .protocolError("cannot decode stored message properties: \(Self.statusText(status))")
+        }
+        let properties = decoded.assumingMemoryBound(to: amqp_basic_properties_t.self)
+        if !droppingHeaders.isEmpty, properties.pointee._flags & UInt32(AMQP_BASIC_HEADERS_FLAG) != 0,
+           let entries = properties.pointee.headers.entries {
+            var kept: Int32 = 0
+            for index in 0..<Int(properties.pointee.headers.num_entries)
+            where !droppingHeaders.contains(CDecode.string(entries[index].key)) {
+                entries[Int(kept)] = entries[index]
+                kept += 1
+            }
+            properties.pointee.headers.num_entries = kept
+            if kept == 0 { properties.pointee._flags &= ~UInt32(AMQP_BASIC_HEADERS_FLAG) }
+        }
+        let sent = amqp_basic_publish(state, channel, arena.bytes(exchange), arena.bytes(routingKey), mandatory ? 1 : 0, 0,
+                                      properties, arena.bytes(body))
+        withExtendedLifetime(arena) {}
+        guard sent == AMQP_STATUS_OK.rawValue else {
+            isOpen = false
+            throw .connectionLost("publish failed: \(Self.statusText(sent))")
         }
     }
 

@@ -32,10 +32,11 @@ public final class AMQPConsumer: Sendable {
     public let deliveries: AsyncThrowingStream<Delivery, any Error>
     /// The queue being consumed.
     public let queue: String
-    private let commands = CommandQueue<Command>()
+    private let commands: CommandQueue<Command>
     private let continuation: AsyncThrowingStream<Delivery, any Error>.Continuation
 
-    private init(queue: String) {
+    private init(queue: String) throws(AMQPError) {
+        commands = try CommandQueue()
         self.queue = queue
         (deliveries, continuation) = AsyncThrowingStream.makeStream(of: Delivery.self, throwing: (any Error).self)
     }
@@ -44,7 +45,7 @@ public final class AMQPConsumer: Sendable {
     /// Returns once the broker answered consume-ok; throws `AMQPError` otherwise.
     public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
                              exclusive: Bool = false) async throws -> AMQPConsumer {
-        let consumer = AMQPConsumer(queue: queue)
+        let consumer = try AMQPConsumer(queue: queue)
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             startConnectionThread(name: "amqp-consumer \(queue)") {
                 consumer.run(settings: settings, prefetch: prefetch, exclusive: exclusive, ready: ready)

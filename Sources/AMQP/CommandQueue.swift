@@ -13,9 +13,15 @@ final class CommandQueue<Command: Sendable>: Sendable {
     private let wakeFD: Int32
     private let signalFD: Int32
 
-    init() {
+    /// Throws `.connectionFailed` when the self-pipe cannot be made (out of file descriptors):
+    /// the connection open fails like any other, and the caller retries with backoff.
+    init() throws(AMQPError) {
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { fatalError("pipe failed: \(errno)") }
+        guard pipe(&fds) == 0 else {
+            let code = errno
+            throw .connectionFailed("cannot create a pipe for the connection thread: \(String(validatingCString: strerror(code)) ?? "errno \(code)")"
+                + (code == EMFILE || code == ENFILE ? " (out of file descriptors: raise the nofile limit)" : ""))
+        }
         for fd in fds {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)

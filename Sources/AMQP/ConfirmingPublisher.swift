@@ -31,13 +31,13 @@ public final class ConfirmingPublisher: Sendable {
         case close(CheckedContinuation<Void, Never>)
     }
 
-    private let commands = CommandQueue<Command>()
+    private let commands: CommandQueue<Command>
 
-    private init() {}
+    private init() throws(AMQPError) { commands = try CommandQueue() }
 
     /// Connects and puts channel 1 in confirm mode (confirm.select).
     public static func connect(settings: AMQPSettings) async throws -> ConfirmingPublisher {
-        let publisher = ConfirmingPublisher()
+        let publisher = try ConfirmingPublisher()
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             startConnectionThread(name: "amqp-publisher") {
                 publisher.run(settings: settings, ready: ready)

@@ -51,4 +51,20 @@ public struct Delivery: Sendable {
     public var routingKey: String
     /// Messages still in the queue after this one (only from basic.get; nil for consumers).
     public var messageCount: UInt32?
+    /// The content header's properties in wire encoding, every header in its order and with its
+    /// AMQP type (only from `AMQPChannelClient.get`): republish with them to copy a message
+    /// byte for byte (`AMQPChannelClient.publishConfirmed(_:)`).
+    public var encodedProperties: Data? = nil
+
+    public init(body: Data, properties: MessageProperties, deliveryTag: UInt64, redelivered: Bool = false,
+                exchange: String = "", routingKey: String = "", messageCount: UInt32? = nil, encodedProperties: Data? = nil) {
+        self.body = body
+        self.properties = properties
+        self.deliveryTag = deliveryTag
+        self.redelivered = redelivered
+        self.exchange = exchange
+        self.routingKey = routingKey
+        self.messageCount = messageCount
+        self.encodedProperties = encodedProperties
+    }
 }

@@ -8,5 +8,7 @@ signal(SIGPIPE, SIG_IGN)
 if let problem = ProcessHardening.disableCoreDumps() {
     FileHandle.standardError.write(Data("push-connector: warning: core dumps could not be disabled: \(problem)\n".utf8))
 }
+// Every command starts with the soft nofile limit raised to the hard one (see FileDescriptorLimit).
+FileDescriptorLimit.raiseSoftToHard()
 let code = await PushConnectorTool.main(Array(CommandLine.arguments.dropFirst()))
 exit(code)

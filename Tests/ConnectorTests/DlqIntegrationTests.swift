@@ -20,7 +20,15 @@ import Testing
             let listed = try listedJobIDs(out)
             if arguments == ["--json", "--limit", "5"] { #expect(listed == Array(ids.prefix(5)), "\(listed)") }
             if arguments == ["--json"] { #expect(listed == ids, "\(listed)") }
+            if arguments == ["--json", "--app-id", "nobody"] { #expect(out == "") }  // JSON Lines: no header, no summary
         }
+        // Text output with nothing matching: the header and the summary, exactly.
+        let (code, out, _) = await runCLI(["dlq", "list", "--app-id", "nobody"] + f.cliBroker)
+        #expect(code == 0)
+        let header = "JOB_ID" + String(repeating: " ", count: 32) + "APP_ID" + String(repeating: " ", count: 12) + "CODE"
+            + String(repeating: " ", count: 20) + "ATTEMPTS " + "REPLAYS " + "FIRST_FAILED" + String(repeating: " ", count: 9)
+            + "LAST_FAILED" + String(repeating: " ", count: 10) + "RECIPIENTS"
+        #expect(out == header + "\n0 shown, 0 matching, 100 in \(f.topology.deadLetterQueue)")
         #expect(jobIDs(try f.drain(f.topology.deadLetterQueue)) == ids)
     }
 

@@ -138,3 +138,46 @@ import Testing
         }
     }
 }
+
+/// The v1 export format, pinned by lines written by hand from docs/operations.md (never by the
+/// encoder): a format change that breaks files already exported turns these red.
+@Suite struct DlqExportFormatV1Tests {
+    @Test func aHandWrittenV1LineDecodesFieldByField() throws {
+        let line = #"{"format":"push-connector-dlq/1","body_encoding":"utf8","body":"{\"job_id\":\"j1\",\"app_id\":\"shop-ios\"}","#
+            + #""properties":{"content_type":"application/json","delivery_mode":2,"priority":4,"correlation_id":"c-1","#
+            + #""reply_to":"r","expiration":"60000","message_id":"m-1","timestamp":1764000000,"type":"job","app_id":"crm"},"#
+            + #""headers":{"push-error-code":{"type":"string","value":"UNKNOWN_APP"},"push-replays":{"type":"int","value":0},"#
+            + #""flag":{"type":"bool","value":true},"ratio":{"type":"double","value":0.25},"raw":{"type":"bytes","value":"AAH+"},"#
+            + #""when":{"type":"timestamp","value":1764000001},"nothing":{"type":"void","value":null},"#
+            + #""x-death":{"type":"array","value":[{"type":"table","value":{"reason":{"type":"string","value":"delivery_limit"},"#
+            + #""count":{"type":"int","value":20}}}]}}}"#
+        let record = try DeadLetterRecord.decode(line: Array(line.utf8))
+        #expect(record.body == Data(#"{"job_id":"j1","app_id":"shop-ios"}"#.utf8))
+        let p = record.properties
+        #expect(p.contentType == "application/json" && p.persistent && p.priority == 4)
+        #expect(p.correlationID == "c-1" && p.replyTo == "r" && p.expiration == "60000" && p.messageID == "m-1")
+        #expect(p.timestamp == Date(timeIntervalSince1970: 1_764_000_000) && p.type == "job" && p.appID == "crm")
+        #expect(p.contentEncoding == nil)
+        #expect(p.headers == [
+            "push-error-code": .string("UNKNOWN_APP"), "push-replays": .int(0), "flag": .bool(true), "ratio": .double(0.25),
+            "raw": .bytes(Data([0x00, 0x01, 0xFE])), "when": .timestamp(Date(timeIntervalSince1970: 1_764_000_001)), "nothing": .void,
+            "x-death": .array([.table(["reason": .string("delivery_limit"), "count": .int(20)])]),
+        ])
+    }
+
+    @Test func aHandWrittenBase64LineKeepsTheBodyByteForByte() throws {
+        let line = #"{"format":"push-connector-dlq/1","body_encoding":"base64","body":"/wDDKHsK","properties":{"delivery_mode":1},"headers":{}}"#
+        let record = try DeadLetterRecord.decode(line: Array(line.utf8))
+        #expect(record.body == Data([0xFF, 0x00, 0xC3, 0x28, 0x7B, 0x0A]))
+        #expect(record.properties == MessageProperties(persistent: false))
+    }
+
+    @Test func listRowsEscapeControlCharactersAndTerminalEscapes() {
+        let entry = DeadLetterEntry(jobID: "j\u{1b}[31mred", appID: "a\nb", code: "X\u{1b}[2J\r\nY\\", lastFailedAt: nil)
+        let row = DlqOptions.row(entry)
+        #expect(!row.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F })
+        #expect(row.hasPrefix(#"j\u001b[31mred"#))
+        #expect(row.contains(#"a\nb "#) && row.contains(#"X\u001b[2J\r\nY\\ "#))
+        #expect(DlqOptions.printable("ok \u{202E}evil\u{85}") == #"ok \u202eevil\u0085"#)
+    }
+}

@@ -46,11 +46,12 @@ final class RunningEvents: Sendable {
     let database: String?
 
     init(settings: AMQPSettings, topology: Topology, database: String?, http: Bool = true, keys: EventKeys? = nil,
-         knownApps: Set<String>? = nil) throws {
+         knownApps: Set<String>? = nil, configureHTTP: (inout MicroHTTPServer.Configuration) -> Void = { _ in }) throws {
         var c = EventsService.Configuration(settings: settings, topology: topology)
         if http {
             var h = MicroHTTPServer.Configuration()
             h.port = 0
+            configureHTTP(&h)
             c.http = h
         }
         c.databasePath = database

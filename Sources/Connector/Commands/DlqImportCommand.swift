@@ -29,17 +29,19 @@ public struct DlqImportCommand: Command {
         let skip = try arguments.integer("--skip", in: command, default: 0, range: 0...Int.max)
         let json = arguments.has("--json")
         let path = arguments.positionals[0]
-        let bytes = try AppConfigurationFile.readFile(path, what: "export")  // "-" reads standard input
-        var records: [DeadLetterRecord] = []
+        // Read twice, one line at a time (bounded memory): check every line, then publish.
+        let file = try ExportFileLines(path: path)
+        func isBlank(_ line: ArraySlice<UInt8>) -> Bool { line.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D } }
         var problems: [String] = []
-        for (number, line) in bytes.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-            do { records.append(try DeadLetterRecord.decode(line: line)) } catch {
-                problems.append("\(path):\(number + 1): \(error)")
-            }
+        var total = 0
+        try file.forEachLine { number, line in
+            if isBlank(line) { return true }
+            total += 1
+            do { _ = try DeadLetterRecord.decode(line: line) } catch { problems.append("\(path):\(number): \(error)") }
+            return problems.count < 20
         }
         guard problems.isEmpty else {
-            throw CommandFailure(problems.prefix(20).joined(separator: "\n") + "\n\(command): nothing was imported", exitCode: 2)
+            throw CommandFailure(problems.joined(separator: "\n") + "\n\(command): nothing was imported", exitCode: 2)
         }
         let client: AMQPChannelClient
         do { client = try AMQPChannelClient(settings: settings) } catch {
@@ -49,24 +51,29 @@ public struct DlqImportCommand: Command {
         do { _ = try client.messageCount(queue: topology.deadLetterQueue) } catch {
             throw CommandFailure("\(command): the DLQ \(topology.deadLetterQueue) does not exist (wrong --prefix? run topology declare): \(error)")
         }
-        let todo = records.dropFirst(skip)
-        let progress = DlqProgress(label: "importing", total: todo.count, quiet: json)
-        var imported = 0
-        for record in todo {
-            do {
+        let todo = max(0, total - skip)
+        let progress = DlqProgress(label: "importing", total: todo, quiet: json)
+        var imported = 0, seen = 0
+        do {
+            try file.forEachLine { _, line in
+                if isBlank(line) { return true }
+                seen += 1
+                guard seen > skip else { return true }
+                let record = try DeadLetterRecord.decode(line: line)
                 try client.publishConfirmed(exchange: "", routingKey: topology.deadLetterQueue, body: record.body,
                                             properties: record.properties, mandatory: true)
-            } catch {
-                progress.finish()
-                throw CommandFailure("\(command): stopped after \(imported) of \(todo.count) message(s): \(error); "
-                    + "resume with --skip \(skip + imported)")
+                imported += 1
+                progress.step()
+                return true
             }
-            imported += 1
-            progress.step()
+        } catch {
+            progress.finish()
+            throw CommandFailure("\(command): stopped after \(imported) of \(todo) message(s): \(error); "
+                + "resume with --skip \(skip + imported)")
         }
         progress.finish()
         context.console.out(json
-            ? JSONValue.object(["imported": .int(Int64(imported)), "skipped": .int(Int64(min(skip, records.count))),
+            ? JSONValue.object(["imported": .int(Int64(imported)), "skipped": .int(Int64(min(skip, total))),
                                 "queue": .string(topology.deadLetterQueue)]).encodedString(.compact)
             : "imported \(imported) message(s) into \(topology.deadLetterQueue), all confirmed")
         return 0

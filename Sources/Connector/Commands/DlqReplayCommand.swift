@@ -56,7 +56,7 @@ public struct DlqReplayCommand: Command {
         let dryRun = arguments.has("--dry-run"), json = arguments.has("--json")
         let now = Timestamp.now()
 
-        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command, settlesRemovalsAtOnce: true)
         var publisher: AMQPChannelClient?
         if !dryRun {
             do { publisher = try AMQPChannelClient(settings: settings) } catch {

@@ -8,7 +8,7 @@ public struct EventsCommand: Command {
         name: "events",
         valueOptions: CommonOptions.broker.union([
             "--config", "--http", "--db", "--event-keys", "--http-threads", "--publishers", "--batch-size", "--batch-delay-ms",
-            "--prefetch", "--log-level",
+            "--prefetch", "--log-level", "--max-connections", "--max-connections-per-ip", "--request-deadline-s",
         ]),
         flags: ["--no-consume", "--no-http", "--no-declare"],
         usage: """
@@ -28,6 +28,11 @@ public struct EventsCommand: Command {
           --no-consume          only the endpoint (several replicas may run behind a load balancer)
           --no-http             only the consumer
           --http-threads N      server threads (default 2)
+          --max-connections N   open HTTP connections at most (default: the nofile limit minus 128, at most 4096)
+          --max-connections-per-ip N
+                                open HTTP connections from one address at most (default 64; 0: no limit)
+          --request-deadline-s N
+                                a whole request must arrive within N seconds, else the connection is cut (default 30)
           --publishers N        broker connections publishing events (default 2)
           --batch-size N        records per transaction (default 500)
           --batch-delay-ms N    wait at most this long for a batch to fill (default 50)
@@ -56,6 +61,9 @@ public struct EventsCommand: Command {
             var http = MicroHTTPServer.Configuration()
             (http.host, http.port) = try Self.hostPort(try a.required("--http", in: "events"))
             http.threads = try a.integer("--http-threads", in: "events", default: 2, range: 1...64)
+            http.connectionLimit = try a.integer("--max-connections", in: "events", default: http.connectionLimit, range: 1...1_000_000)
+            http.perIPConnectionLimit = try a.integer("--max-connections-per-ip", in: "events", default: 64, range: 0...1_000_000)
+            http.requestDeadline = .seconds(try a.integer("--request-deadline-s", in: "events", default: 30, range: 1...3600))
             configuration.http = http
         }
         if !a.has("--no-consume") { configuration.databasePath = try a.required("--db", in: "events") }

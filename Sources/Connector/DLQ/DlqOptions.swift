@@ -64,12 +64,33 @@ enum DlqOptions {
         + "ATTEMPTS".padding(to: 9) + "REPLAYS".padding(to: 8) + "FIRST_FAILED".padding(to: 21) + "LAST_FAILED".padding(to: 21)
         + "RECIPIENTS"
 
-    /// One entry as a table row (`list`).
+    /// One entry as a table row (`list`). The fields come from whoever published the job: control
+    /// characters (an ANSI escape, a newline) are shown escaped, never sent to the terminal.
     static func row(_ e: DeadLetterEntry) -> String {
-        (e.jobID ?? "(no job id)").padding(to: 38) + (e.appID ?? "-").padding(to: 18) + e.code.padding(to: 24)
+        printable(e.jobID ?? "(no job id)").padding(to: 38) + printable(e.appID ?? "-").padding(to: 18)
+            + printable(e.code).padding(to: 24)
             + (e.attempts.map(String.init) ?? "-").padding(to: 9) + String(e.replays).padding(to: 8)
             + (e.firstFailedAt?.description ?? "-").padding(to: 21) + (e.lastFailedAt?.description ?? "-").padding(to: 21)
             + (e.targets.map(String.init) ?? "-")
+    }
+
+    /// `text` with C0 and C1 control characters, DEL, and the Unicode line separators and
+    /// direction overrides written as escapes (`\n`, `\u001b`, …), so that a row is one line and
+    /// cannot drive the terminal. A backslash is doubled, so the escapes are unambiguous.
+    static func printable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x5C: out += "\\\\"
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
+                out += "\\u" + String(format: "%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     /// `--rate N`: messages per second (0.1 to 100 000), nil when absent.

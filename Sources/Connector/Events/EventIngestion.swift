@@ -23,6 +23,21 @@ public struct EventIngestion: HTTPHandler {
         self.keys = keys
     }
 
+    /// With event keys, a `POST /event(s)` whose header opens no App ID at all is refused with
+    /// the same 401 as any other key failure, before its body is read.
+    public func admit(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let keys, request.method == "POST", request.path == "/event" || request.path == "/events",
+              !keys.opensAny(presented: request.headers[Self.keyHeader])
+        else { return nil }
+        metrics.requests.add(1, ordering: .relaxed)
+        metrics.unauthorized.add(1, ordering: .relaxed)
+        return Self.keyRefusal
+    }
+
+    /// The one answer to every key failure: it never says whether the App ID exists.
+    static let keyRefusal = error(401, code: "EVENT_KEY", field: "app_id",
+                                  "the X-Push-Event-Key header does not open events of this app_id (or app_id is missing)")
+
     public func respond(to request: HTTPRequest) -> HTTPReply {
         metrics.requests.add(1, ordering: .relaxed)
         switch (request.method, request.path) {
@@ -44,8 +59,14 @@ public struct EventIngestion: HTTPHandler {
             metrics.invalidRequests.add(1, ordering: .relaxed)
             return .now(Self.error(413, code: "BODY_TOO_LARGE", field: "$", "the body is larger than the limit (1 MiB by default)"))
         }
+        if request.overBudget {
+            metrics.unavailable.add(1, ordering: .relaxed)
+            return .now(Self.error(503, code: "BUSY", field: "$", "too many request bodies in progress; retry later"))
+        }
+        // With keys, the key is checked before the App ID list: a key failure is the same 401
+        // whether the App ID exists or not.
         let events: [PushEvent]
-        switch Self.decode(request.body, batch: batch, knownApps: knownApps) {
+        switch Self.decode(request.body, batch: batch, knownApps: keys == nil ? knownApps : nil) {
         case .failure(let issues):
             metrics.invalidRequests.add(1, ordering: .relaxed)
             return .now(Self.error(400, issues))
@@ -53,11 +74,13 @@ public struct EventIngestion: HTTPHandler {
         }
         if let keys {
             let presented = request.headers[Self.keyHeader]
-            if let i = events.firstIndex(where: { !keys.allows(appID: $0.appID, presented: presented) }) {
+            if events.contains(where: { !keys.allows(appID: $0.appID, presented: presented) }) {
                 metrics.unauthorized.add(1, ordering: .relaxed)
-                let field = batch ? "events[\(i)].app_id" : "app_id"
-                return .now(Self.error(401, code: "EVENT_KEY", field: field,
-                                       "the X-Push-Event-Key header does not open events of this app_id (or app_id is missing)"))
+                return .now(Self.keyRefusal)
+            }
+            if case .failure(let issues) = Self.decode(request.body, batch: batch, knownApps: knownApps) {
+                metrics.invalidRequests.add(1, ordering: .relaxed)
+                return .now(Self.error(400, issues))
             }
         }
         let bodies = events.map { Data($0.encoded().encodedBytes()) }

@@ -33,6 +33,16 @@ public struct EventKeys: Sendable {
         return Self.constantTimeEquals(expected, Array(presented.utf8))
     }
 
+    /// True when `presented` is the key of at least one App ID (checked against every key, no
+    /// early exit): a header that opens nothing is refused before the body is read.
+    public func opensAny(presented: String?) -> Bool {
+        guard let presented else { return false }
+        let bytes = Array(presented.utf8)
+        var any = false
+        for key in keys.values { any = Self.constantTimeEquals(key, bytes) || any }
+        return any
+    }
+
     /// Compares without an early exit, so timing does not reveal how much of a key matched: every
     /// byte of the longer input is visited, and the lengths are compared in full (not truncated).
     static func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {

@@ -9,6 +9,14 @@ import PushCore
 ///
 /// Lost connections are reopened with exponential backoff; unacked deliveries come back and
 /// are counted once (the store is idempotent).
+///
+/// Nothing is ever nacked with requeue (on RabbitMQ 4.x every requeue counts towards a quorum
+/// queue's delivery limit, 20 by default, and the events results queue has no dead-letter
+/// exchange: a requeued record could be dropped). A record whose transaction failed is handed
+/// to the writer again, still unacked (the writer backs off after a failed transaction); after
+/// `maxStoreAttempts` failures it is copied to the events DLQ with `push-error-code`
+/// `STORE_FAILED`, then acked. When even that copy cannot be published, consuming stops and the
+/// connection is reopened: the broker returns the unacked delivery then.
 public final class EventsConsumer: Sendable {
     /// Tunables of the consumer.
     public struct Configuration: Sendable {
@@ -17,6 +25,8 @@ public final class EventsConsumer: Sendable {
         /// Unacked deliveries per queue; keep it at least the batch size.
         public var prefetch: UInt16 = 2000
         public var reconnectBackoff: (initial: Duration, max: Duration) = (.milliseconds(200), .seconds(30))
+        /// Failed transactions a record may go through before it is dead-lettered (`STORE_FAILED`).
+        public var maxStoreAttempts = 5
 
         public init(settings: AMQPSettings, topology: Topology) {
             self.settings = settings
@@ -94,14 +104,12 @@ public final class EventsConsumer: Sendable {
     private func drain(_ consumer: AMQPConsumer, isEvents: Bool, publisher: ConfirmingPublisher) async -> (any Error)? {
         do {
             for try await delivery in consumer.deliveries {
-                let tag = delivery.deliveryTag
                 switch Self.record(from: delivery.body, isEvents: isEvents) {
                 case .record(let record):
-                    writer.submit(BatchWriter.Pending(record: record) { committed in
-                        if committed { consumer.ack(tag) } else { consumer.nack(tag, requeue: true) }
-                    })
+                    store(record, delivery, attempt: 1, isEvents: isEvents, consumer: consumer, publisher: publisher)
                 case .invalid(let reason):
-                    await deadLetter(delivery, reason: reason, isEvents: isEvents, consumer: consumer, publisher: publisher)
+                    await deadLetter(delivery, code: isEvents ? "INVALID_EVENT" : "INVALID_RESULT", reason: reason,
+                                     consumer: consumer, publisher: publisher)
                 }
             }
             return nil
@@ -110,10 +118,29 @@ public final class EventsConsumer: Sendable {
         }
     }
 
-    private func deadLetter(_ delivery: Delivery, reason: String, isEvents: Bool, consumer: AMQPConsumer,
+    /// Hands a record to the writer; acks once committed, retries a failed transaction, and
+    /// dead-letters after `maxStoreAttempts` failures. Never requeues.
+    private func store(_ record: EventStore.Record, _ delivery: Delivery, attempt: Int, isEvents: Bool, consumer: AMQPConsumer,
+                       publisher: ConfirmingPublisher) {
+        let tag = delivery.deliveryTag
+        writer.submit(BatchWriter.Pending(record: record) { committed in
+            if committed {
+                consumer.ack(tag)
+            } else if attempt < self.configuration.maxStoreAttempts {
+                self.store(record, delivery, attempt: attempt + 1, isEvents: isEvents, consumer: consumer, publisher: publisher)
+            } else {
+                Task {
+                    await self.deadLetter(delivery, code: "STORE_FAILED", reason: "not stored after \(attempt) failed transactions",
+                                          consumer: consumer, publisher: publisher)
+                }
+            }
+        })
+    }
+
+    private func deadLetter(_ delivery: Delivery, code: String, reason: String, consumer: AMQPConsumer,
                             publisher: ConfirmingPublisher) async {
         var properties = delivery.properties
-        properties.headers[DeadLetterHeader.code] = .string(isEvents ? "INVALID_EVENT" : "INVALID_RESULT")
+        properties.headers[DeadLetterHeader.code] = .string(code)
         properties.headers[DeadLetterHeader.message] = .string(String(reason.prefix(1000)))
         properties.headers["push-source-queue"] = .string(consumer.queue)
         properties.persistent = true
@@ -124,7 +151,8 @@ public final class EventsConsumer: Sendable {
             metrics.deadLettered.add(1, ordering: .relaxed)
             logger.warning("unparseable delivery moved to the events DLQ", ["queue": consumer.queue, "reason": reason])
         } catch {
-            consumer.nack(delivery.deliveryTag, requeue: true)
+            // Not requeued: stop consuming; the reconnect returns it (unacked) with the rest.
+            logger.warning("cannot move a delivery to the events DLQ; reconnecting", ["queue": consumer.queue, "error": "\(error)"])
             consumer.cancel()
         }
     }

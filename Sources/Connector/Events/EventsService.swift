@@ -65,6 +65,9 @@ public final class EventsService: Sendable {
     /// The HTTP port (nil without HTTP).
     public var httpPort: Int? { server?.port }
 
+    /// HTTP connections cut so far because their request missed the deadline.
+    public var httpConnectionsCutAtDeadline: Int { server?.connectionsCutAtDeadline ?? 0 }
+
     /// Serves and consumes until `shutdown`; then stops the endpoint (answering what is in
     /// flight), stops consuming, commits and acks what is held, and closes.
     public func run(until shutdown: ShutdownSignal) async {

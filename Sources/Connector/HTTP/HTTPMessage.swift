@@ -8,6 +8,9 @@ public struct HTTPRequest: Sendable {
     /// The body was larger than the server's limit and was discarded (`body` is empty):
     /// answer 413.
     public var bodyTooLarge: Bool
+    /// The server's budget for request bodies held at once was exhausted and this body was
+    /// discarded (`body` is empty): answer 503.
+    public var overBudget = false
 
     public init(method: String, path: String, headers: [String: String] = [:], body: [UInt8] = [], bodyTooLarge: Bool = false) {
         self.method = method
@@ -44,5 +47,12 @@ public enum HTTPReply: Sendable {
 
 /// Serves requests for `MicroHTTPServer`. `respond` runs on a server thread: keep it short.
 public protocol HTTPHandler: Sendable {
+    /// Called once the headers are in, before any of the body is read (`request.body` is
+    /// empty): a response here is sent at once and the body is never read (e.g. a wrong key).
+    func admit(_ request: HTTPRequest) -> HTTPResponse?
     func respond(to request: HTTPRequest) -> HTTPReply
+}
+
+extension HTTPHandler {
+    public func admit(_ request: HTTPRequest) -> HTTPResponse? { nil }
 }

@@ -10,10 +10,16 @@ final class ServerContext: Sendable {
     /// Connections suspended right now (awaiting a handler's asynchronous work).
     let suspended = Atomic<Int>(0)
     let asynchronousTimeout: Duration
+    /// Bytes of request bodies held right now, across all requests, and the most allowed.
+    let buffered = Atomic<Int>(0)
+    let maxBufferedBytes: Int
+    let deadlines: RequestDeadlines
 
     init(handler: any HTTPHandler, configuration: MicroHTTPServer.Configuration) {
         self.handler = handler
         maxBodyBytes = configuration.maxBodyBytes
+        maxBufferedBytes = configuration.maxBufferedBytes
+        deadlines = RequestDeadlines(deadline: configuration.requestDeadline)
         asynchronousTimeout = configuration.asynchronousTimeout
         capturedHeaders = configuration.capturedHeaders.map { $0.lowercased() }
     }
@@ -24,6 +30,8 @@ final class ServerContext: Sendable {
 final class RequestState: @unchecked Sendable {
     var request: HTTPRequest
     var started = false
+    /// Body bytes counted in the server's `buffered` budget (given back when the request ends).
+    var reserved = 0
     let response = Mutex<HTTPResponse?>(nil)
 
     init(request: HTTPRequest) { self.request = request }
@@ -45,18 +53,34 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
         for name in server.capturedHeaders {
             if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name) { headers[name] = String(cString: value) }
         }
-        let state = RequestState(request: HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: path, headers: headers))
+        var request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: path, headers: headers)
+        // Answered before a byte of the body is read: refused by the handler (a wrong key), or
+        // declaring a body over the limit.
+        if let refusal = server.handler.admit(request) { return queue(refusal, on: connection) }
+        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+           let length = Int(String(cString: declared)), length > server.maxBodyBytes {
+            request.bodyTooLarge = true
+            if case .now(let response) = server.handler.respond(to: request) { return queue(response, on: connection) }
+            return queue(HTTPResponse(status: 413, text: #"{"error":{"code":"BODY_TOO_LARGE","field":"$","message":"body too large"}}"#),
+                         on: connection)
+        }
+        let state = RequestState(request: request)
         conCls.pointee = Unmanaged.passRetained(state).toOpaque()
         return .YES
     }
     let state = Unmanaged<RequestState>.fromOpaque(stateRaw).takeUnretainedValue()
     if uploadDataSize.pointee > 0 {
         let count = uploadDataSize.pointee
-        if !state.request.bodyTooLarge, let uploadData {
+        if !state.request.bodyTooLarge && !state.request.overBudget, let uploadData {
             if state.request.body.count + count > server.maxBodyBytes {
                 state.request.bodyTooLarge = true
-                state.request.body = []
+                state.release(server)
+            } else if server.buffered.add(count, ordering: .relaxed).newValue > server.maxBufferedBytes {
+                server.buffered.subtract(count, ordering: .relaxed)
+                state.request.overBudget = true
+                state.release(server)
             } else {
+                state.reserved += count
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
                     state.request.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
                 }
@@ -68,6 +92,7 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     if let response = state.response.withLock({ $0 }) { return queue(response, on: connection) }
     if state.started { return .YES }  // resumed spuriously: keep waiting
     state.started = true
+    server.deadlines.arrived(connection)
     switch server.handler.respond(to: state.request) {
     case .now(let response):
         return queue(response, on: connection)
@@ -89,10 +114,29 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     }
 }
 
-let requestCompleted: MHD_RequestCompletedCallback = { _, _, conCls, _ in
+let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, conCls, _ in
+    guard let cls else { return }
+    let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    if let connection { server.deadlines.answered(connection) }
     guard let conCls, let raw = conCls.pointee else { return }
-    Unmanaged<RequestState>.fromOpaque(raw).release()
+    let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
+    state.release(server)
     conCls.pointee = nil
+}
+
+let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, _, toe in
+    guard let cls, let connection else { return }
+    let server = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    if toe == MHD_ConnectionNotificationCode(rawValue: 0) { server.deadlines.opened(connection) } else { server.deadlines.closed(connection) }
+}
+
+extension RequestState {
+    /// Drops the body and gives its bytes back to the server's budget.
+    func release(_ server: ServerContext) {
+        request.body = []
+        server.buffered.subtract(reserved, ordering: .relaxed)
+        reserved = 0
+    }
 }
 
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {

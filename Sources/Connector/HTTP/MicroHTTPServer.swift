@@ -15,9 +15,20 @@ public final class MicroHTTPServer: Sendable {
         public var port: Int = 8080
         /// Server threads (each runs its own epoll loop).
         public var threads: Int = 2
-        public var connectionLimit: Int = 4096
+        /// Open connections at most; by default derived from the process's file descriptor
+        /// budget (`MicroHTTPServer.defaultConnectionLimit`), so that accepting never starves the
+        /// broker connections and the database of descriptors.
+        public var connectionLimit: Int = MicroHTTPServer.defaultConnectionLimit()
+        /// Open connections from one client address at most (0: no limit).
+        public var perIPConnectionLimit: Int = 64
         public var idleTimeoutSeconds: Int = 30
+        /// The whole request (headers and body) must arrive within this time from the moment
+        /// the connection opened or its previous request was answered; else the connection is cut.
+        public var requestDeadline: Duration = .seconds(30)
         public var maxBodyBytes: Int = 1 << 20
+        /// Request body bytes held at once across all requests; a body that would go over is
+        /// discarded and answered 503 (`HTTPRequest.overBudget`).
+        public var maxBufferedBytes: Int = 64 << 20
         /// A suspended request whose work has not answered by then gets 503 (a broker that never
         /// confirms must not hold clients, or shutdown, for ever).
         public var asynchronousTimeout: Duration = .seconds(10)
@@ -46,11 +57,13 @@ public final class MicroHTTPServer: Sendable {
         let started = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
                 pc_mhd_start_daemon(flags, UInt16(configuration.port), sockaddrPointer, UInt32(max(1, configuration.threads)),
-                                    UInt32(configuration.connectionLimit), UInt32(configuration.idleTimeoutSeconds),
-                                    accessHandler, context.toOpaque(), requestCompleted, nil)
+                                    UInt32(max(1, configuration.connectionLimit)), UInt32(max(0, configuration.perIPConnectionLimit)),
+                                    UInt32(configuration.idleTimeoutSeconds), accessHandler, context.toOpaque(),
+                                    requestCompleted, context.toOpaque(), connectionNotified, context.toOpaque())
             }
         }
         guard let started else {
+            context.takeUnretainedValue().deadlines.stop()
             context.release()
             throw .cannotStart("\(configuration.host):\(configuration.port)")
         }
@@ -72,7 +85,21 @@ public final class MicroHTTPServer: Sendable {
         }
         guard context.takeUnretainedValue().suspended.load(ordering: .acquiring) == 0 else { return }
         MHD_stop_daemon(daemon)
+        context.takeUnretainedValue().deadlines.stop()
         context.release()
+    }
+
+    /// Connections cut so far for missing the request deadline.
+    public var connectionsCutAtDeadline: Int { context.takeUnretainedValue().deadlines.cut.load(ordering: .relaxed) }
+
+    /// The default connection limit: the soft `RLIMIT_NOFILE` minus a reserve of 128
+    /// descriptors (broker connections, their wake-up pipes, the database, logs), at most 4 096
+    /// and at least 16.
+    public static func defaultConnectionLimit() -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 512 }
+        let soft = limit.rlim_cur >= UInt(Int.max) ? 1 << 20 : Int(limit.rlim_cur)
+        return max(16, min(4096, soft - 128))
     }
 }
 
