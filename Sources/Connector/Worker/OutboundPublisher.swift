@@ -48,28 +48,33 @@ final class OutboundPublisher: Sendable {
         self.options = options
     }
 
-    /// The current publisher, connecting (once, whoever asks first) when there is none.
+    /// The current publisher, connecting (once, whoever asks first) when there is none or the
+    /// current one died.
     @discardableResult
     func connected() async throws -> (publisher: ConfirmingPublisher, generation: Int) {
-        let (task, generation) = try state.withLock { s throws(PublisherClosed) -> (Task<ConfirmingPublisher, any Error>, Int) in
-            guard !s.closed else { throw PublisherClosed() }
-            if let task = s.connection { return (task, s.generation) }
-            let settings = self.settings, options = self.options
-            let task = Task { try await ConfirmingPublisher.connect(settings: settings, options: options) }
-            s.connection = task
-            s.generation += 1
-            if s.generation > 1 { counters.reconnects.add(1, ordering: .relaxed) }
-            return (task, s.generation)
+        for _ in 0..<2 {
+            let (task, generation) = try state.withLock { s throws(PublisherClosed) -> (Task<ConfirmingPublisher, any Error>, Int) in
+                guard !s.closed else { throw PublisherClosed() }
+                if let task = s.connection { return (task, s.generation) }
+                let settings = self.settings, options = self.options
+                let task = Task { try await ConfirmingPublisher.connect(settings: settings, options: options) }
+                s.connection = task
+                s.generation += 1
+                if s.generation > 1 { counters.reconnects.add(1, ordering: .relaxed) }
+                return (task, s.generation)
+            }
+            let publisher: ConfirmingPublisher
+            do { publisher = try await task.value } catch {
+                await drop(generation)
+                throw error
+            }
+            if publisher.isAlive {
+                current.withLock { $0 = publisher }
+                return (publisher, generation)
+            }
+            await drop(generation)  // died since: connect a new one
         }
-        do {
-            let publisher = try await task.value
-            guard publisher.isAlive else { throw PublisherClosed() }
-            current.withLock { $0 = publisher }
-            return (publisher, generation)
-        } catch {
-            await drop(generation)
-            throw error
-        }
+        throw PublisherClosed()
     }
 
     /// True while the broker keeps the current publisher blocked.
@@ -96,7 +101,12 @@ final class OutboundPublisher: Sendable {
                 if failed.isEmpty { return true }
                 pending = failed.map(\.message)
                 failure = failed[0].error
-                if !publisher.isAlive || failed.contains(where: { Self.killsConnection($0.error) }) { await drop(generation) }
+                // A refusing quorum queue (RabbitMQ 3.10) keeps refusing on the channel that saw
+                // it refuse until the queue says "go", which it may never do once its policy is
+                // gone: a nack seen twice in a row gets a fresh connection.
+                if !publisher.isAlive || failed.contains(where: { Self.killsConnection($0.error) }) || round >= 1 {
+                    await drop(generation)
+                }
             } catch {
                 failure = error
             }
@@ -154,7 +164,7 @@ final class OutboundPublisher: Sendable {
         guard let task else { return }
         if let publisher = try? await task.value {
             current.withLock { if $0 === publisher { $0 = nil } }
-            await publisher.close(timeout: .zero)
+            await publisher.close()  // lets the confirms of other deliveries' messages arrive first
         }
     }
 

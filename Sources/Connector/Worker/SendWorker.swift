@@ -127,7 +127,10 @@ public final class SendWorker: Sendable {
         if stop() { return }
         // From here on the sends happened: never requeue, publish until confirmed (or give up
         // only when the lane does, leaving the delivery unacked).
-        guard await outbound.publishUntilConfirmed(messages, stop: stop) else { return }
+        counters.awaitingConfirm.add(1, ordering: .relaxed)
+        let confirmed = await outbound.publishUntilConfirmed(messages, stop: stop)
+        counters.awaitingConfirm.subtract(1, ordering: .relaxed)
+        guard confirmed else { return }
         counters.count(messages)
         consumer.ack(delivery.deliveryTag)
         counters.acked.add(1, ordering: .relaxed)

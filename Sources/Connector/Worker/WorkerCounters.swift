@@ -11,6 +11,8 @@ public final class WorkerCounters: Sendable {
     public let reconnects = Atomic<Int>(0)
     /// Outbound messages published again after a nack, channel error or lost connection.
     public let republished = Atomic<Int>(0)
+    /// Deliveries whose sends are done and whose messages wait for confirms right now (a gauge).
+    public let awaitingConfirm = Atomic<Int>(0)
     /// Times the broker blocked a publisher connection (connection.blocked, a resource alarm).
     public let blocked = Atomic<Int>(0)
     public let connectAttempts = Atomic<Int>(0)
