@@ -61,6 +61,26 @@ extension PipelineFixture {
     /// How many times the emulator accepted a message for `token`.
     func sends(to token: String) -> Int { emulator.recordedMessages().count(where: { $0.token == token }) }
 
+    /// Results taken until every one of `total` jobs has one (duplicates included, in order).
+    func collectResults(covering total: Int, timeout: Duration = .seconds(90)) async throws -> [SendResult] {
+        var results: [SendResult] = []
+        let deadline = ContinuousClock.now + timeout
+        while Set(results.map(\.jobID)).count < total {
+            let more = try takeAll(from: topology.resultsQueue).map { try SendResult.decode(JSONValue.parse($0.body)) }
+            results += more
+            if more.isEmpty {
+                guard ContinuousClock.now < deadline else {
+                    throw FixtureError("results for \(Set(results.map(\.jobID)).count) of \(total) jobs within \(timeout)")
+                }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        return results
+    }
+
+    /// The AMQP URL of the fixture's vhost, for a worker process.
+    var vhostURL: String { settings.vhost == "/" ? broker.url : broker.url + settings.vhost }
+
     /// The job queue settled: nothing ready, nothing unacked.
     func jobsSettled() throws -> Bool {
         try messageCount(topology.jobsQueue) == 0 && unackedDeliveries() == 0
@@ -84,7 +104,7 @@ final class WorkerProcess {
         logPath = f.directory + "/worker-\(UUID().uuidString.prefix(6)).log"
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw FixtureError("cannot create \(logPath)") }
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
-        process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
+        process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix,
                              "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--no-declare"] + extra
         process.environment = ["PATH": "/usr/bin:/bin"]
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
