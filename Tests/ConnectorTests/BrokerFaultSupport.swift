@@ -46,18 +46,6 @@ extension PipelineFixture {
 
     private func policyName(_ queue: String) -> String { "refuse-\(queue)" }
 
-    /// Takes every message `queue` holds now and acks it (nothing is waited for).
-    func takeAll(from queue: String) throws -> [Delivery] {
-        let client = try AMQPChannelClient(settings: settings)
-        defer { client.close() }
-        var taken: [Delivery] = []
-        while let d = try client.get(queue: queue) {
-            try client.ack(d.deliveryTag)
-            taken.append(d)
-        }
-        return taken
-    }
-
     /// How many times the emulator accepted a message for `token`.
     func sends(to token: String) -> Int { emulator.recordedMessages().count(where: { $0.token == token }) }
 
@@ -66,7 +54,7 @@ extension PipelineFixture {
         var results: [SendResult] = []
         let deadline = ContinuousClock.now + timeout
         while Set(results.map(\.jobID)).count < total {
-            let more = try takeAll(from: topology.resultsQueue).map { try SendResult.decode(JSONValue.parse($0.body)) }
+            let more = try drain(topology.resultsQueue).map { try SendResult.decode(JSONValue.parse($0.body)) }
             results += more
             if more.isEmpty {
                 guard ContinuousClock.now < deadline else {

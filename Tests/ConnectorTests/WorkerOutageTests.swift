@@ -108,7 +108,7 @@ func runThroughACut(_ f: PipelineFixture, cut: () async throws -> Void) async th
     try await eventually("every job acked") { try f.jobsSettled() }
     shutdown.trigger()
     await task.value
-    let all = results + (try f.takeAll(from: f.topology.resultsQueue).map { try SendResult.decode(JSONValue.parse($0.body)) })
+    let all = results + (try f.drain(f.topology.resultsQueue).map { try SendResult.decode(JSONValue.parse($0.body)) })
     #expect(worker.counters.reconnects.load(ordering: .relaxed) >= 1)
     #expect(Set(all.map(\.jobID)).count == total)
     #expect(all.count - total <= prefetch, "duplicates beyond the prefetch window: \(all.count - total)")

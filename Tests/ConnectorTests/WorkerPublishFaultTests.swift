@@ -34,12 +34,12 @@ import Testing
         try await eventually("the job acked") { try f.jobsSettled() }
         shutdown.trigger()
         await task.value
-        let copies = try f.takeAll(from: queue).filter { !f.isFiller($0) }
+        let copies = try f.drain(queue).filter { !f.isFiller($0) }
         #expect(copies.count == 1, "exactly one copy of the job (\(fillers) fillers aside)")
         let copy = try SendJob.decode(try #require(copies.first).body)
         guard case .recipients(let list) = copy.target else { Issue.record("no recipients"); return }
         #expect(list.map(\.token) == ["unavailable-dev"])
-        #expect(try f.takeAll(from: f.topology.resultsQueue).isEmpty, "no result published twice")
+        #expect(try f.drain(f.topology.resultsQueue).isEmpty, "no result published twice")
         #expect(f.sends(to: "dev-ok") == 1)
         #expect(f.emulator.stats().count("UNAVAILABLE") == 1, "the failing recipient was attempted once")
     }
@@ -66,7 +66,7 @@ import Testing
         try await eventually("the job acked") { try f.jobsSettled() }
         shutdown.trigger()
         await task.value
-        let results = try f.takeAll(from: f.topology.resultsQueue).filter { !f.isFiller($0) }.map { try SendResult.decode(JSONValue.parse($0.body)) }
+        let results = try f.drain(f.topology.resultsQueue).filter { !f.isFiller($0) }.map { try SendResult.decode(JSONValue.parse($0.body)) }
         #expect(results.map(\.target.value).sorted() == ["dev-h1", "dev-h2"])
         #expect(results.allSatisfy { $0.outcome == .sent && $0.attempts == 1 })
         #expect(f.sends(to: "dev-h1") == 1 && f.sends(to: "dev-h2") == 1)
