@@ -8,6 +8,8 @@
 #        PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:PORT/  PUSH_TEST_BROKER_NODE=...
 #        PUSH_TEST_BROKER_DIR=...   With --owner-pid, a watchdog stops the node when PID exits.
 #   scripts/test-broker.sh stop [--dir DIR]      Stops the node and removes its folder.
+#   scripts/test-broker.sh restart [--dir DIR]   Stops the whole node (the Erlang VM) and starts it
+#        again with the same name, ports and data (a node restart, not only stop_app/start_app).
 #   scripts/test-broker.sh url  [--dir DIR]      Prints the AMQP URL of a running node.
 #   scripts/test-broker.sh ctl  [--dir DIR] ARGS  Runs `rabbitmqctl -n NODE ARGS`.
 #
@@ -51,18 +53,69 @@ ctl_within() { # ctl_within SECONDS ARGS...: ctl with a hard time limit
     if [ "$(id -u)" = "$(id -u rabbitmq)" ]; then timeout "$secs" sh -c "$line"; else timeout "$secs" su rabbitmq -s /bin/sh -c "$line"; fi
 }
 
-stop_node() {
+halt_node() { # stops the node's VM and launcher, keeping its folder
     load
-    ctl stop >/dev/null 2>&1 || true
+    ctl_within 30 stop >/dev/null 2>&1 || true
     # the beam process of this node (its pid file), then the launcher, by their ids only
     if [ -f "$dir/beam.pid" ]; then
         beam=$(cat "$dir/beam.pid")
         i=0
         while kill -0 "$beam" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
         kill -9 "$beam" 2>/dev/null || true
+        rm -f "$dir/beam.pid"
     fi
     if [ -f "$dir/pid" ]; then kill -9 -- "-$(cat "$dir/pid")" 2>/dev/null || true; fi
+}
+
+stop_node() {
+    halt_node
     rm -rf "$dir"
+}
+
+launch() { # starts the node described by $dir (env, ports, config) and waits until it is up
+    load
+    . "$dir/ports"
+    # shellcheck disable=SC2086 # two words on purpose: the AMQP and distribution ports
+    set -- $PUSH_TEST_BROKER_PORTS
+    export RABBITMQ_NODENAME="$PUSH_TEST_BROKER_NODE" RABBITMQ_NODE_PORT="$1" RABBITMQ_DIST_PORT="$2" \
+        RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+        RABBITMQ_MNESIA_BASE="$dir/mnesia" RABBITMQ_LOG_BASE="$dir/log" \
+        RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" \
+        RABBITMQ_CONFIG_FILE="$dir/rabbitmq.conf" RABBITMQ_CONF_ENV_FILE=/dev/null \
+        RABBITMQ_PID_FILE="$dir/beam.pid" HOME=/var/lib/rabbitmq
+    # The node must not inherit the caller's descriptors 3-9 (a `flock` lock, a test's pipes):
+    # a daemon holding them would keep the caller's lock or pipe open long after it is gone.
+    setsid sh -c "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; cd /var/lib/rabbitmq; $(command -v su) rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server' >>'$dir/startup.log' 2>&1" </dev/null >/dev/null 2>&1 &
+    echo $! > "$dir/pid"
+    # epmd knows the node only once it booted a little: poll until it answers, within a cap
+    # (PUSH_TEST_BROKER_START_TIMEOUT seconds, default 90) so that a hung start fails fast.
+    cap=${PUSH_TEST_BROKER_START_TIMEOUT:-90}
+    deadline=$(( $(date +%s) + cap ))
+    started=""
+    while :; do
+        left=$(( deadline - $(date +%s) ))
+        [ "$left" -gt 0 ] || break
+        slice=$(( left < 30 ? left : 30 ))
+        if ctl_within $((slice + 10)) await_startup --timeout "$slice" >/dev/null 2>"$dir/await.err"; then
+            started=yes; break
+        fi
+        kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+        sleep 0.5
+    done
+    if [ -z "$started" ]; then
+        echo "test-broker: node $PUSH_TEST_BROKER_NODE did not start within ${cap} s; see $dir/startup.log and $dir/log" >&2
+        echo "--- startup.log (tail)" >&2; tail -20 "$dir/startup.log" >&2 2>/dev/null || true
+        for f in "$dir"/log/*.log; do
+            [ -f "$f" ] || continue
+            echo "--- $f (tail)" >&2; tail -30 "$f" >&2
+        done
+        echo "--- await_startup" >&2; cat "$dir/await.err" >&2 2>/dev/null || true
+        # stop what was started, by its ids, keeping the logs for a look
+        if [ -f "$dir/beam.pid" ]; then kill -9 "$(cat "$dir/beam.pid")" 2>/dev/null || true; fi
+        kill -9 -- "-$(cat "$dir/pid")" 2>/dev/null || true
+        rm -f "$dir/env"
+        exit 1
+    fi
 }
 
 case "$cmd" in
@@ -87,51 +140,21 @@ PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:$port/
 PUSH_TEST_BROKER_NODE=$node
 PUSH_TEST_BROKER_DIR=$dir
 ENV
-    export RABBITMQ_NODENAME="$node" RABBITMQ_NODE_PORT="$port" RABBITMQ_DIST_PORT="$dist" \
-        RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
-        RABBITMQ_MNESIA_BASE="$dir/mnesia" RABBITMQ_LOG_BASE="$dir/log" \
-        RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" \
-        RABBITMQ_CONFIG_FILE="$dir/rabbitmq.conf" RABBITMQ_CONF_ENV_FILE=/dev/null \
-        RABBITMQ_PID_FILE="$dir/beam.pid" HOME=/var/lib/rabbitmq
-    setsid sh -c "cd /var/lib/rabbitmq; $(command -v su) rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server' >'$dir/startup.log' 2>&1" </dev/null >/dev/null 2>&1 &
-    echo $! > "$dir/pid"
-    # epmd knows the node only once it booted a little: poll until it answers, within a cap
-    # (PUSH_TEST_BROKER_START_TIMEOUT seconds, default 90) so that a hung start fails fast.
-    cap=${PUSH_TEST_BROKER_START_TIMEOUT:-90}
-    deadline=$(( $(date +%s) + cap ))
-    started=""
-    while :; do
-        left=$(( deadline - $(date +%s) ))
-        [ "$left" -gt 0 ] || break
-        slice=$(( left < 30 ? left : 30 ))
-        if ctl_within $((slice + 10)) await_startup --timeout "$slice" >/dev/null 2>"$dir/await.err"; then
-            started=yes; break
-        fi
-        kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
-        sleep 0.5
-    done
-    if [ -z "$started" ]; then
-        echo "test-broker: node $node did not start within ${cap} s; see $dir/startup.log and $dir/log" >&2
-        echo "--- startup.log (tail)" >&2; tail -20 "$dir/startup.log" >&2 2>/dev/null || true
-        for f in "$dir"/log/*.log; do
-            [ -f "$f" ] || continue
-            echo "--- $f (tail)" >&2; tail -30 "$f" >&2
-        done
-        echo "--- await_startup" >&2; cat "$dir/await.err" >&2 2>/dev/null || true
-        # stop what was started, by its ids, keeping the logs for a look
-        if [ -f "$dir/beam.pid" ]; then kill -9 "$(cat "$dir/beam.pid")" 2>/dev/null || true; fi
-        kill -9 -- "-$(cat "$dir/pid")" 2>/dev/null || true
-        rm -f "$dir/env"
-        exit 1
-    fi
+    echo "PUSH_TEST_BROKER_PORTS='$port $dist'" > "$dir/ports"
+    launch
     if [ -n "$owner" ]; then
         # watchdog: stop the node when its owner process is gone (even after SIGKILL)
         setsid sh -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; PUSH_TEST_BROKER_DIR='$dir' '$self' stop" </dev/null >/dev/null 2>&1 &
     fi
     cat "$dir/env"
     ;;
+restart)
+    halt_node
+    launch
+    cat "$dir/env"
+    ;;
 stop) stop_node ;;
 url) load; echo "$PUSH_TEST_AMQP_URL" ;;
 ctl) load; ctl "$@" ;;
-*) echo "usage: $0 start|stop|url|ctl [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
+*) echo "usage: $0 start|stop|restart|url|ctl [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
 esac

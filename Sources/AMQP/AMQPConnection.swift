@@ -27,6 +27,10 @@ enum IncomingFrame {
     case returned(replyCode: UInt16, replyText: String, exchange: String, routingKey: String)
     case cancelledByServer(consumerTag: String)
     case channelClosed(channel: UInt16, AMQPError)
+    /// connection.blocked: a resource alarm; the broker stops reading this connection's publishes.
+    case blocked(reason: String)
+    /// connection.unblocked: the alarm cleared.
+    case unblocked
     case other(method: UInt32)
 }
 
@@ -49,7 +53,7 @@ final class AMQPConnection {
     }
 
     deinit {
-        if isOpen { _ = amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS)) }
+        close()
         amqp_destroy_connection(state)
     }
 
@@ -207,6 +211,11 @@ final class AMQPConnection {
             var ok = amqp_channel_close_ok_t(dummy: 0)
             _ = amqp_send_method(state, frame.channel, AMQPMethod.channelCloseOK, &ok)
             return .channelClosed(channel: frame.channel, error)
+        case AMQPMethod.connectionBlocked:
+            let m = decoded.assumingMemoryBound(to: amqp_connection_blocked_t.self).pointee
+            return .blocked(reason: CDecode.string(m.reason))
+        case AMQPMethod.connectionUnblocked:
+            return .unblocked
         case AMQPMethod.connectionClose:
             let m = decoded.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
             let text = CDecode.string(m.reply_text)
@@ -352,10 +361,17 @@ final class AMQPConnection {
         guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("basic.cancel failed") }
     }
 
-    /// Closes channel 1 and the connection politely (best effort).
-    func close() {
+    /// Closes channel 1 and the connection politely (best effort), waiting at most `timeout`
+    /// for each close-ok: a broker that stopped reading (a blocked connection, a hung node) must
+    /// not hang the caller. `polite: false` skips the handshake (the socket is just dropped when
+    /// the connection is destroyed; the broker cleans up as for a lost client).
+    func close(timeout: Duration = .seconds(5), polite: Bool = true) {
         guard isOpen else { return }
         isOpen = false
+        guard polite else { return }
+        let (seconds, attoseconds) = timeout.components
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        _ = amqp_set_rpc_timeout(state, &tv)
         _ = amqp_channel_close(state, 1, Int32(AMQP_REPLY_SUCCESS))
         _ = amqp_connection_close(state, Int32(AMQP_REPLY_SUCCESS))
     }

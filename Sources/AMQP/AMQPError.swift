@@ -6,7 +6,7 @@ public struct AMQPError: Error, CustomStringConvertible, Sendable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Backing: String, Hashable, Sendable {
             case invalidURL, invalidSettings, connectionFailed, loginFailed, connectionLost
-            case channelClosed, consumerCancelledByServer, nacked, returned, closed, protocolError
+            case channelClosed, consumerCancelledByServer, nacked, returned, closed, protocolError, confirmTimeout
         }
         private let backing: Backing
         private init(_ backing: Backing) { self.backing = backing }
@@ -34,6 +34,10 @@ public struct AMQPError: Error, CustomStringConvertible, Sendable {
         public static let closed = Code(.closed)
         /// librabbitmq reported an unexpected state or frame.
         public static let protocolError = Code(.protocolError)
+        /// A publish stayed unconfirmed past the publisher's confirm timeout while the broker had
+        /// not said it was blocked: the connection is treated as dead (the message may or may not
+        /// have been taken).
+        public static let confirmTimeout = Code(.confirmTimeout)
     }
 
     /// The kind of failure.
@@ -73,4 +77,7 @@ public struct AMQPError: Error, CustomStringConvertible, Sendable {
     }
     static func closed(_ what: String) -> AMQPError { AMQPError(.closed, "\(what) is closed") }
     static func protocolError(_ message: String) -> AMQPError { AMQPError(.protocolError, message) }
+    static func confirmTimeout(_ timeout: Duration) -> AMQPError {
+        AMQPError(.confirmTimeout, "no publisher confirm within \(timeout); the connection is dropped")
+    }
 }

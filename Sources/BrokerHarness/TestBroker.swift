@@ -26,12 +26,38 @@ public final class TestBroker: Sendable {
     /// Erlang node name for `rabbitmqctl -n`, nil when unknown (external broker without it).
     public let node: String?
 
+    /// The folder of a node this process started with `dedicated()` (nil for the shared one).
+    let directory: String?
+
     private static let startup = Mutex<Task<TestBroker, any Error>?>(nil)
     private let counter = Atomic<Int>(0)
 
-    init(url: String, node: String?) {
+    init(url: String, node: String?, directory: String? = nil) {
         self.url = url
         self.node = node
+        self.directory = directory
+    }
+
+    /// A second node for this test alone (~7 s to start), for tests that restart a whole node;
+    /// stop it with `stopNode()` (a watchdog stops it anyway when the test process exits).
+    public static func dedicated() async throws -> TestBroker {
+        let dir = "/tmp/pc-test-broker-\(getpid())-\(UUID().uuidString.prefix(8))"
+        let values = try await runScript(["start", "--dir", dir, "--owner-pid", "\(getpid())"])
+        guard let url = values["PUSH_TEST_AMQP_URL"] else { throw TestBrokerError("no URL from the test broker script") }
+        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], directory: dir)
+    }
+
+    /// Stops the whole node of `dedicated()` (its Erlang VM) and starts it again with the same
+    /// name, port and data; returns once it accepts connections again.
+    public func restartNode() async throws {
+        guard let directory else { throw TestBrokerError("only a dedicated() node may be restarted") }
+        _ = try await Self.runScript(["restart", "--dir", directory])
+    }
+
+    /// Stops the node of `dedicated()` and removes its folder.
+    public func stopNode() async throws {
+        guard let directory else { throw TestBrokerError("only a dedicated() node may be stopped") }
+        _ = try await Self.runScript(["stop", "--dir", directory])
     }
 
     /// The broker of this test process, started on first use.
@@ -119,26 +145,33 @@ public final class TestBroker: Sendable {
         if let url = environment["PUSH_TEST_AMQP_URL"], !url.isEmpty {
             return TestBroker(url: url, node: environment["PUSH_TEST_BROKER_NODE"])
         }
+        let values = try await runScript(["start", "--dir", "/tmp/pc-test-broker-\(getpid())", "--owner-pid", "\(getpid())"])
+        guard let url = values["PUSH_TEST_AMQP_URL"] else { throw TestBrokerError("no URL from the test broker script") }
+        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"])
+    }
+
+    /// Runs scripts/test-broker.sh off the cooperative pool; its `KEY=value` lines, or a
+    /// `TestBrokerError` with the script's output when it fails.
+    private static func runScript(_ arguments: [String]) async throws -> [String: String] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/test-broker.sh").path
-        let dir = "/tmp/pc-test-broker-\(getpid())"
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result {
-                    let result = try runProcess(script, ["start", "--dir", dir, "--owner-pid", "\(getpid())"])
+                    let result = try runProcess(script, arguments)
                     var values: [String: String] = [:]
                     for line in result.output.split(separator: "\n") {
                         let pair = line.split(separator: "=", maxSplits: 1)
                         if pair.count == 2 { values[String(pair[0])] = String(pair[1]) }
                     }
-                    guard result.status == 0, let url = values["PUSH_TEST_AMQP_URL"] else {
+                    guard result.status == 0 else {
                         throw TestBrokerError("""
-                            the test broker did not start (\(script) start exited \(result.status)); \
+                            the test broker script failed (\(script) \(arguments.first ?? "") exited \(result.status)); \
                             RabbitMQ integration tests cannot run. Output:
                             \(result.output)
                             """)
                     }
-                    return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"])
+                    return values
                 })
             }
         }

@@ -27,11 +27,13 @@ final class PipelineFixture: Sendable {
     /// - Parameters:
     ///   - ownVhost: isolate in a fresh vhost (for tests that close connections).
     ///   - retryTiers: delay tiers in seconds (short ones keep retry tests fast).
-    init(ownVhost: Bool = false, retryTiers: [Int] = [1], configureEmulator: (inout EmulatorConfiguration) -> Void = { _ in }) async throws {
-        broker = try await TestBroker.shared()
+    ///   - broker: a node of the test's own (`TestBroker.dedicated()`); the shared one by default.
+    init(ownVhost: Bool = false, retryTiers: [Int] = [1], broker: TestBroker? = nil,
+         configureEmulator: (inout EmulatorConfiguration) -> Void = { _ in }) async throws {
+        if let broker { self.broker = broker } else { self.broker = try await TestBroker.shared() }
         self.ownVhost = ownVhost
-        settings = ownVhost ? try broker.makeVhost(heartbeatSeconds: 10) : try broker.settings()
-        topology = Topology(prefix: broker.uniqueName("pc"), retryDelaysSeconds: retryTiers)
+        settings = ownVhost ? try self.broker.makeVhost(heartbeatSeconds: 10) : try self.broker.settings()
+        topology = Topology(prefix: self.broker.uniqueName("pc"), retryDelaysSeconds: retryTiers)
         directory = try temporaryDirectory()
         var configuration = EmulatorConfiguration()
         configuration.port = 0

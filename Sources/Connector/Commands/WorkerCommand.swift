@@ -10,6 +10,7 @@ public struct WorkerCommand: Command {
         name: "worker",
         valueOptions: CommonOptions.broker.union(CommonOptions.fcm).union([
             "--config", "--prefetch", "--lanes", "--max-attempts", "--retry-base-delay", "--max-age", "--shutdown-deadline", "--log-level",
+            "--max-job-bytes",
         ]),
         flags: CommonOptions.fcmFlags.union(["--no-declare"]),
         usage: """
@@ -29,6 +30,7 @@ public struct WorkerCommand: Command {
           --retry-base-delay S  first backoff delay in seconds (default 5; doubles each attempt, ±20 % jitter)
           --max-age S           dead-letter a job failing for longer than this (default 86400)
           --shutdown-deadline S seconds to finish in-flight work on SIGTERM (default 30)
+          --max-job-bytes N     larger job bodies are dead-lettered unparsed as INVALID_JOB (default 1048576)
           --log-level LEVEL     debug | info | warn | error (default info)
           --no-declare          do not declare the topology (it is managed elsewhere)
         """)
@@ -54,6 +56,7 @@ public struct WorkerCommand: Command {
         configuration.prefetch = UInt16(try a.integer("--prefetch", in: "worker", default: 100, range: 1...65_535))
         configuration.lanes = try a.integer("--lanes", in: "worker", default: 1, range: 1...64)
         configuration.shutdownDeadline = .seconds(try a.integer("--shutdown-deadline", in: "worker", default: 30, range: 0...3600))
+        let maxJobBytes = try a.integer("--max-job-bytes", in: "worker", default: JobProcessor.defaultMaxJobBytes, range: 1_024...(64 << 20))
         let logger = Logger(component: "worker", minimumLevel: try LogLevelOption.parse(a, command: "worker"))
 
         let configPath = try a.required("--config", in: "worker")
@@ -63,7 +66,8 @@ public struct WorkerCommand: Command {
         let catalog = AppCatalog(.init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
         if a.has("--no-declare") { try verify(topology, settings: settings) } else { try declare(topology, settings: settings) }
 
-        let processor = JobProcessor(catalog: catalog, topology: topology, planner: JobPlanner(policy: policy))
+        var processor = JobProcessor(catalog: catalog, topology: topology, planner: JobPlanner(policy: policy))
+        processor.maxJobBytes = maxJobBytes
         let worker = SendWorker(configuration: configuration, processor: processor, logger: logger)
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)

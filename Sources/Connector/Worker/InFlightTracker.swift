@@ -1,12 +1,11 @@
 import Synchronization
 
-/// Counts deliveries being processed and remembers what broke the lane, so that a lane can wait for them to drain within a
-/// deadline, and then abandon the rest (they stay unacked and the broker requeues them).
+/// Counts deliveries being processed, so that a lane can wait for them to drain within a deadline, and then abandon
+/// the rest (they stay unacked and the broker requeues them).
 final class InFlightTracker: Sendable {
     private struct State {
         var count = 0
         var abandoned = false
-        var failure: (any Error)?
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
@@ -22,18 +21,6 @@ final class InFlightTracker: Sendable {
         }
         for w in waiters { w.resume() }
     }
-
-    /// Records the first error that broke the lane; true if this call recorded it.
-    func recordFailure(_ error: any Error) -> Bool {
-        state.withLock { s in
-            guard s.failure == nil else { return false }
-            s.failure = error
-            return true
-        }
-    }
-
-    /// The first error that broke the lane, if any.
-    var failure: (any Error)? { state.withLock { $0.failure } }
 
     /// True once the lane gave up waiting: late finishers must not publish or ack.
     var isAbandoned: Bool { state.withLock { $0.abandoned } }
@@ -65,7 +52,9 @@ final class InFlightTracker: Sendable {
         return drained
     }
 
-    private func abandon() {
+    /// Gives up on what is in flight (the consumer connection is gone, or the deadline passed):
+    /// late finishers must not start publishing; their deliveries stay unacked.
+    func abandon() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.abandoned = true
             defer { s.waiters = [] }

@@ -12,6 +12,10 @@ public struct JobProcessor: Sendable {
     public var planner: JobPlanner
     public var composer = MessageComposer()
     public var clock: @Sendable () -> Timestamp = { Timestamp.now() }
+    /// Bodies larger than this are dead-lettered unparsed as `INVALID_JOB` (`worker --max-job-bytes`).
+    public var maxJobBytes = JobProcessor.defaultMaxJobBytes
+    /// 1 MiB: far above the largest valid job (1 000 recipients with their data).
+    public static let defaultMaxJobBytes = 1 << 20
 
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
         self.catalog = catalog
@@ -30,6 +34,11 @@ public struct JobProcessor: Sendable {
         let apps = catalog.current
         let attempt = Self.attemptsMade(headers) + 1
         let firstFailedAt = headers[DeadLetterHeader.firstFailedAt]?.stringValue.flatMap(Timestamp.init(rfc3339:))
+        if body.count > maxJobBytes {
+            return [deadLetter(body: body, code: .invalidJob,
+                               message: "the job body is \(body.count) bytes, over the limit of \(maxJobBytes) bytes (--max-job-bytes); not parsed",
+                               attempts: attempt - 1, headers: headers, now: now, firstFailedAt: firstFailedAt)]
+        }
         let job: SendJob
         do {
             job = try SendJob.decode(body)

@@ -7,9 +7,15 @@ import Synchronization
 /// job queue, each delivery processed concurrently (up to `prefetch` per lane) and acked only
 /// once every message it caused is confirmed by the broker.
 ///
-/// Lost connections are reopened with exponential backoff (unacked deliveries come back by
-/// themselves). On shutdown each lane cancels its consumer, lets in-flight deliveries finish
-/// within `shutdownDeadline`, and closes: anything unfinished is requeued by the broker.
+/// A delivery whose FCM sends happened is never requeued for a publish failure: its outbound
+/// messages are kept and published again, reconnecting the publisher if needed, until confirmed
+/// (`OutboundPublisher`); meanwhile the delivery stays unacked. While the broker blocks
+/// publishing (a resource alarm), deliveries not yet started wait; in-flight ones are kept.
+///
+/// A lost consumer connection is reopened with exponential backoff (its unacked deliveries come
+/// back by themselves; the lane abandons them at once). On shutdown each lane cancels its
+/// consumer, lets in-flight deliveries finish within `shutdownDeadline`, and closes: anything
+/// unfinished stays unacked and the broker requeues it.
 public final class SendWorker: Sendable {
     /// Tunables of the worker.
     public struct Configuration: Sendable {
@@ -19,6 +25,10 @@ public final class SendWorker: Sendable {
         public var lanes: Int = 1
         public var shutdownDeadline: Duration = .seconds(30)
         public var reconnectBackoff: (initial: Duration, max: Duration) = (.milliseconds(200), .seconds(30))
+        /// Between rounds of publishing a job's unconfirmed messages again.
+        public var republishBackoff = Backoff(initial: .milliseconds(200), max: .seconds(5))
+        /// A publish unconfirmed this long (the broker not saying it is blocked) drops the publisher connection.
+        public var confirmTimeout: Duration = .seconds(60)
 
         public init(settings: AMQPSettings, topology: Topology) {
             self.settings = settings
@@ -49,28 +59,23 @@ public final class SendWorker: Sendable {
 
     private func runLane(_ lane: Int, shutdown: ShutdownSignal) async {
         let log = logger.child("lane\(lane)")
+        let outbound = OutboundPublisher(settings: configuration.settings, confirmTimeout: configuration.confirmTimeout,
+                                         backoff: configuration.republishBackoff, counters: counters, log: log)
         var backoff = configuration.reconnectBackoff.initial
         while !shutdown.isTriggered {
             do {
                 counters.connectAttempts.add(1, ordering: .relaxed)
-                let publisher = try await ConfirmingPublisher.connect(settings: configuration.settings)
-                let consumer: AMQPConsumer
-                do {
-                    consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.topology.jobsQueue,
+                try await outbound.connected()
+                let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.topology.jobsQueue,
                                                             prefetch: configuration.prefetch)
-                } catch {
-                    await publisher.close()
-                    throw error
-                }
                 log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
                                        "prefetch": "\(configuration.prefetch)"])
                 backoff = configuration.reconnectBackoff.initial
-                let error = await consume(consumer, publisher, shutdown: shutdown, log: log)
+                let error = await consume(consumer, outbound, shutdown: shutdown, log: log)
                 await consumer.close()
-                await publisher.close()
                 if let error {
                     counters.reconnects.add(1, ordering: .relaxed)
-                    log.warning("connection lost, reconnecting", ["error": "\(error)"])
+                    log.warning("consumer connection lost, reconnecting", ["error": "\(error)"])
                 }
             } catch {
                 log.warning("cannot connect, retrying", ["error": "\(error)", "in": "\(backoff)"])
@@ -78,10 +83,11 @@ public final class SendWorker: Sendable {
                 backoff = min(backoff * 2, configuration.reconnectBackoff.max)
             }
         }
+        await outbound.close()
     }
 
     /// Consumes until the stream ends; returns the error that ended it (nil: clean shutdown).
-    private func consume(_ consumer: AMQPConsumer, _ publisher: ConfirmingPublisher, shutdown: ShutdownSignal,
+    private func consume(_ consumer: AMQPConsumer, _ outbound: OutboundPublisher, shutdown: ShutdownSignal,
                          log: Logger) async -> (any Error)? {
         let tracker = InFlightTracker()
         let watcher = Task {
@@ -95,48 +101,42 @@ public final class SendWorker: Sendable {
                 counters.deliveries.add(1, ordering: .relaxed)
                 tracker.enter()
                 Task {
-                    await self.handle(delivery, consumer: consumer, publisher: publisher, tracker: tracker, log: log)
+                    await self.handle(delivery, consumer: consumer, outbound: outbound, tracker: tracker, log: log)
                     tracker.leave()
                 }
             }
         } catch {
             streamError = error
+            // The channel is gone: no ack can land any more and the broker requeues every unacked
+            // delivery. Publishing their results now would only duplicate them.
+            tracker.abandon()
         }
         if await !tracker.drain(timeout: configuration.shutdownDeadline) {
             log.warning("deadline reached with deliveries in flight; they stay unacked and the broker requeues them")
         }
-        return streamError ?? tracker.failure
+        return streamError
     }
 
-    private func handle(_ delivery: Delivery, consumer: AMQPConsumer, publisher: ConfirmingPublisher, tracker: InFlightTracker,
+    private func handle(_ delivery: Delivery, consumer: AMQPConsumer, outbound: OutboundPublisher, tracker: InFlightTracker,
                         log: Logger) async {
+        let stop: @Sendable () -> Bool = { tracker.isAbandoned }
+        // New work waits out a broker alarm: its messages could not be confirmed anyway.
+        await outbound.waitWhileBlocked(stop: stop)
+        if stop() { return }
         let messages = await processor.process(body: delivery.body, headers: delivery.properties.headers)
-        if tracker.isAbandoned { return }
-        do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for m in messages {
-                    group.addTask {
-                        try await publisher.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body, properties: m.properties)
-                    }
-                }
-                try await group.waitForAll()
-            }
-            if tracker.isAbandoned { return }
-            counters.count(messages)
-            consumer.ack(delivery.deliveryTag)
-            counters.acked.add(1, ordering: .relaxed)
-            for m in messages where m.kind == .deadLetter {
-                log.warning("job dead-lettered", ["code": m.headers[DeadLetterHeader.code]?.stringValue ?? "?",
-                                                  "reason": m.headers[DeadLetterHeader.message]?.stringValue ?? ""])
-            }
-        } catch {
-            // Not everything was confirmed: requeue, and reconnect the lane (the publisher may be dead).
-            consumer.nack(delivery.deliveryTag, requeue: true)
-            counters.requeued.add(1, ordering: .relaxed)
-            if tracker.recordFailure(error) {
-                log.warning("publish failed; requeued and reconnecting", ["error": "\(error)"])
-                consumer.cancel()
-            }
+        if stop() { return }
+        // From here on the sends happened: never requeue, publish until confirmed (or give up
+        // only when the lane does, leaving the delivery unacked).
+        counters.awaitingConfirm.add(1, ordering: .relaxed)
+        let confirmed = await outbound.publishUntilConfirmed(messages, stop: stop)
+        counters.awaitingConfirm.subtract(1, ordering: .relaxed)
+        guard confirmed else { return }
+        counters.count(messages)
+        consumer.ack(delivery.deliveryTag)
+        counters.acked.add(1, ordering: .relaxed)
+        for m in messages where m.kind == .deadLetter {
+            log.warning("job dead-lettered", ["code": m.headers[DeadLetterHeader.code]?.stringValue ?? "?",
+                                              "reason": m.headers[DeadLetterHeader.message]?.stringValue ?? ""])
         }
     }
 }

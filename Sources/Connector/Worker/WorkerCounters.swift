@@ -4,11 +4,17 @@ import Synchronization
 public final class WorkerCounters: Sendable {
     public let deliveries = Atomic<Int>(0)
     public let acked = Atomic<Int>(0)
-    public let requeued = Atomic<Int>(0)
     public let results = Atomic<Int>(0)
     public let retries = Atomic<Int>(0)
     public let deadLetters = Atomic<Int>(0)
+    /// Connections reopened after a loss (consumer or publisher).
     public let reconnects = Atomic<Int>(0)
+    /// Outbound messages published again after a nack, channel error or lost connection.
+    public let republished = Atomic<Int>(0)
+    /// Deliveries whose sends are done and whose messages wait for confirms right now (a gauge).
+    public let awaitingConfirm = Atomic<Int>(0)
+    /// Times the broker blocked a publisher connection (connection.blocked, a resource alarm).
+    public let blocked = Atomic<Int>(0)
     public let connectAttempts = Atomic<Int>(0)
 
     public init() {}
@@ -26,8 +32,9 @@ public final class WorkerCounters: Sendable {
     /// `deliveries=… acked=… results=…` for the log.
     public var summary: KeyValuePairs<String, String> {
         ["deliveries": "\(deliveries.load(ordering: .relaxed))", "acked": "\(acked.load(ordering: .relaxed))",
-         "requeued": "\(requeued.load(ordering: .relaxed))", "results": "\(results.load(ordering: .relaxed))",
+         "results": "\(results.load(ordering: .relaxed))",
          "retries": "\(retries.load(ordering: .relaxed))", "dead_letters": "\(deadLetters.load(ordering: .relaxed))",
-         "reconnects": "\(reconnects.load(ordering: .relaxed))"]
+         "reconnects": "\(reconnects.load(ordering: .relaxed))", "republished": "\(republished.load(ordering: .relaxed))",
+         "blocked": "\(blocked.load(ordering: .relaxed))"]
     }
 }

@@ -1,0 +1,181 @@
+import AMQP
+import Foundation
+import Synchronization
+
+/// A lane's publishing side: one confirming publisher connection, reopened when it dies, and
+/// `publishUntilConfirmed`, which keeps a delivery's outbound messages and publishes them again
+/// (with `Backoff`) until the broker confirmed every one of them.
+///
+/// Why: once a job's FCM sends happened, requeueing its delivery would send to every recipient
+/// again. So a publish failure (basic.nack from a full queue, a channel error, a lost or timed
+/// out connection, a refused reconnect) never gives the delivery back: the messages not yet
+/// confirmed are retried, the ones confirmed are not published twice. Only the caller can end
+/// the loop (`stop` true: shutdown deadline passed, or the consumer connection is gone), and
+/// then the delivery stays unacked.
+final class OutboundPublisher: Sendable {
+    private struct State {
+        var generation = 0
+        var connection: Task<ConfirmingPublisher, any Error>?
+        var closed = false
+    }
+
+    private let settings: AMQPSettings
+    private let options: ConfirmingPublisher.Options
+    private let backoff: Backoff
+    private let counters: WorkerCounters
+    private let log: Logger
+    private let state = Mutex(State())
+    /// The last connected publisher, for the synchronous `isBlocked`.
+    private let current = Mutex<ConfirmingPublisher?>(nil)
+
+    init(settings: AMQPSettings, confirmTimeout: Duration, backoff: Backoff, counters: WorkerCounters, log: Logger) {
+        self.settings = settings
+        self.backoff = backoff
+        self.counters = counters
+        self.log = log
+        var options = ConfirmingPublisher.Options()
+        options.confirmTimeout = confirmTimeout
+        options.onFlowChange = { change in
+            switch change {
+            case .blocked(let reason):
+                counters.blocked.add(1, ordering: .relaxed)
+                log.warning("the broker blocked publishing (resource alarm); new deliveries wait, in-flight ones are kept",
+                            ["reason": reason])
+            case .unblocked:
+                log.info("the broker unblocked publishing; taking deliveries again")
+            }
+        }
+        self.options = options
+    }
+
+    /// The current publisher, connecting (once, whoever asks first) when there is none or the
+    /// current one died.
+    @discardableResult
+    func connected() async throws -> (publisher: ConfirmingPublisher, generation: Int) {
+        for _ in 0..<2 {
+            let (task, generation) = try state.withLock { s throws(PublisherClosed) -> (Task<ConfirmingPublisher, any Error>, Int) in
+                guard !s.closed else { throw PublisherClosed() }
+                if let task = s.connection { return (task, s.generation) }
+                let settings = self.settings, options = self.options
+                let task = Task { try await ConfirmingPublisher.connect(settings: settings, options: options) }
+                s.connection = task
+                s.generation += 1
+                if s.generation > 1 { counters.reconnects.add(1, ordering: .relaxed) }
+                return (task, s.generation)
+            }
+            let publisher: ConfirmingPublisher
+            do { publisher = try await task.value } catch {
+                await drop(generation)
+                throw error
+            }
+            if publisher.isAlive {
+                current.withLock { $0 = publisher }
+                return (publisher, generation)
+            }
+            await drop(generation)  // died since: connect a new one
+        }
+        throw PublisherClosed()
+    }
+
+    /// True while the broker keeps the current publisher blocked.
+    var isBlocked: Bool { current.withLock { $0?.isBlocked ?? false } }
+
+    /// Waits while the broker has publishing blocked (new work would only pile up unconfirmed),
+    /// or until `stop` says to give up.
+    func waitWhileBlocked(stop: @Sendable () -> Bool) async {
+        while isBlocked && !stop() { try? await Task.sleep(for: .milliseconds(100)) }
+    }
+
+    /// Publishes `messages` and returns true once every one is confirmed; publishes again what
+    /// failed (reconnecting if the connection died) with `backoff` between rounds. Returns false
+    /// only when `stop()` turns true first: the caller must then leave its delivery unacked.
+    func publishUntilConfirmed(_ messages: [OutboundMessage], stop: @Sendable () -> Bool) async -> Bool {
+        var pending = messages
+        var round = 0
+        while !pending.isEmpty {
+            if stop() { return false }
+            let failure: any Error
+            do {
+                let (publisher, generation) = try await connected()
+                let failed = await publish(pending, on: publisher)
+                if failed.isEmpty { return true }
+                pending = failed.map(\.message)
+                failure = failed[0].error
+                // A refusing quorum queue (RabbitMQ 3.10) keeps refusing on the channel that saw
+                // it refuse until the queue says "go", which it may never do once its policy is
+                // gone: a nack seen twice in a row gets a fresh connection.
+                if !publisher.isAlive || failed.contains(where: { Self.killsConnection($0.error) }) || round >= 1 {
+                    await drop(generation)
+                }
+            } catch {
+                failure = error
+            }
+            round += 1
+            counters.republished.add(pending.count, ordering: .relaxed)
+            let delay = backoff.delay(afterFailures: round)
+            if round == 1 || round.isMultiple(of: 10) {
+                log.warning("publish not confirmed; keeping the job's messages and publishing them again (the job is not re-sent)",
+                            ["error": "\(failure)", "messages": "\(pending.count)", "round": "\(round)", "in": "\(delay)"])
+            }
+            let until = ContinuousClock.now + delay
+            while ContinuousClock.now < until && !stop() { try? await Task.sleep(for: min(.milliseconds(100), until - .now)) }
+        }
+        return true
+    }
+
+    /// Closes the connection without waiting for confirms (called once the lane is done: what is
+    /// still unconfirmed belongs to deliveries left unacked).
+    func close() async {
+        let task = state.withLock { s -> Task<ConfirmingPublisher, any Error>? in
+            s.closed = true
+            defer { s.connection = nil }
+            return s.connection
+        }
+        current.withLock { $0 = nil }
+        if let publisher = try? await task?.value { await publisher.close(timeout: .zero) }
+    }
+
+    private func publish(_ messages: [OutboundMessage], on publisher: ConfirmingPublisher) async
+        -> [(message: OutboundMessage, error: any Error)] {
+        await withTaskGroup(of: (OutboundMessage, (any Error)?).self) { group in
+            for m in messages {
+                group.addTask {
+                    do {
+                        try await publisher.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body, properties: m.properties)
+                        return (m, nil)
+                    } catch {
+                        return (m, error)
+                    }
+                }
+            }
+            var failed: [(message: OutboundMessage, error: any Error)] = []
+            for await (m, error) in group { if let error { failed.append((m, error)) } }
+            return failed
+        }
+    }
+
+    /// Forgets the publisher of `generation` (if still current) and closes it.
+    private func drop(_ generation: Int) async {
+        let task = state.withLock { s -> Task<ConfirmingPublisher, any Error>? in
+            guard s.generation == generation, let task = s.connection else { return nil }
+            s.connection = nil
+            return task
+        }
+        guard let task else { return }
+        if let publisher = try? await task.value {
+            current.withLock { if $0 === publisher { $0 = nil } }
+            await publisher.close()  // lets the confirms of other deliveries' messages arrive first
+        }
+    }
+
+    /// A nack or a channel error leaves the connection usable; anything else means a new one.
+    private static func killsConnection(_ error: any Error) -> Bool {
+        guard let error = error as? AMQPError else { return true }
+        return error.code != .nacked && error.code != .channelClosed
+    }
+}
+
+/// The lane's publisher is closed or its connection died before it could be used.
+struct PublisherClosed: Error, CustomStringConvertible {
+    var description: String { "the lane's publisher connection is closed" }
+}

@@ -1,0 +1,123 @@
+import AMQP
+import Foundation
+import PushCore
+import Testing
+@testable import Connector
+
+/// The worker when the broker refuses or withholds the confirms of what a job publishes: the
+/// delivery stays unacked, nothing is sent to FCM twice, and the job completes once the broker
+/// takes the messages again. Real broker, real emulator.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct WorkerPublishFaultTests {
+    /// A retry tier or the DLQ refusing the job's copy (`max-length` + `reject-publish`).
+    @Test(arguments: ["retry tier", "dead-letter queue"])
+    func refusedCopyIsPublishedAgainAndNoRecipientIsSentTwice(_ target: String) async throws {
+        let toDLQ = target == "dead-letter queue"
+        // A long tier: the filler must not expire out of the refusing queue during the test.
+        let f = try await PipelineFixture(ownVhost: true, retryTiers: [300])
+        let queue = toDLQ ? f.topology.deadLetterQueue : f.topology.retryTiers[0].queue
+        let fillers = try await f.refusePublishes(on: queue)
+        defer { _ = try? f.allowPublishes(on: queue) }
+        let worker = try f.makeWorker(maxAttempts: toDLQ ? 1 : 3)
+        let (shutdown, task) = f.startWorker(worker)
+        try await f.publish([jobJSON("refused", tokens: ["dev-ok", "unavailable-dev"])])
+
+        // dev-ok's result is confirmed; the copy is refused and published again, never re-sent.
+        try await eventually("the copy refused three times") { worker.counters.republished.load(ordering: .relaxed) >= 3 }
+        #expect(try f.unackedDeliveries() == 1, "the delivery must stay unacked while its copy is refused")
+        try await f.publish([jobJSON("later", tokens: ["dev-later"])])
+        let early = try await f.results(2)
+        #expect(Set(early.map(\.target.value)) == ["dev-ok", "dev-later"], "the worker keeps going")
+        #expect(f.sends(to: "dev-ok") == 1)
+        #expect(f.emulator.stats().count("UNAVAILABLE") == 1)
+
+        try f.allowPublishes(on: queue)
+        try await eventually("the job acked") { try f.jobsSettled() }
+        shutdown.trigger()
+        await task.value
+        let copies = try f.drain(queue).filter { !f.isFiller($0) }
+        #expect(copies.count == 1, "exactly one copy of the job (\(fillers) fillers aside)")
+        let copy = try SendJob.decode(try #require(copies.first).body)
+        guard case .recipients(let list) = copy.target else { Issue.record("no recipients"); return }
+        #expect(list.map(\.token) == ["unavailable-dev"])
+        #expect(try f.drain(f.topology.resultsQueue).isEmpty, "no result published twice")
+        #expect(f.sends(to: "dev-ok") == 1)
+        #expect(f.emulator.stats().count("UNAVAILABLE") == 1, "the failing recipient was attempted once")
+    }
+
+    /// Ack only after confirm: the results sink refuses; the delivery stays unacked, no result
+    /// reaches a reader, nothing is sent twice; lifting the policy gives exactly one result each.
+    @Test func refusedResultKeepsTheDeliveryUnackedUntilConfirmed() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let fillers = try await f.refusePublishes(on: f.topology.resultsQueue)
+        defer { _ = try? f.allowPublishes(on: f.topology.resultsQueue) }
+        let worker = try f.makeWorker()
+        let (shutdown, task) = f.startWorker(worker)
+        try await f.publish([jobJSON("held", tokens: ["dev-h1", "dev-h2"])])
+
+        try await eventually("both results refused twice") { worker.counters.republished.load(ordering: .relaxed) >= 4 }
+        for _ in 0..<5 {  // a steady state, observed over a second
+            #expect(try f.unackedDeliveries() == 1 && f.messageCount(f.topology.jobsQueue) == 0)
+            #expect(try f.messageCount(f.topology.resultsQueue) == fillers, "a result reached the results queue")
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(worker.counters.acked.load(ordering: .relaxed) == 0)
+
+        try f.allowPublishes(on: f.topology.resultsQueue)
+        try await eventually("the job acked") { try f.jobsSettled() }
+        shutdown.trigger()
+        await task.value
+        let results = try f.drain(f.topology.resultsQueue).filter { !f.isFiller($0) }.map { try SendResult.decode(JSONValue.parse($0.body)) }
+        #expect(results.map(\.target.value).sorted() == ["dev-h1", "dev-h2"])
+        #expect(results.allSatisfy { $0.outcome == .sent && $0.attempts == 1 })
+        #expect(f.sends(to: "dev-h1") == 1 && f.sends(to: "dev-h2") == 1)
+    }
+
+    /// A confirm that never arrives (the node's memory alarm blocks the publisher): the delivery
+    /// stays unacked past a deadline; once the alarm clears, exactly one result.
+    @Test func confirmWithheldByAMemoryAlarmKeepsTheDeliveryUnacked() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let worker = try f.makeWorker()
+        let (shutdown, task) = f.startWorker(worker)
+        try await f.publish([jobJSON("warm", tokens: ["dev-warm"])])  // the worker's publisher has published
+        _ = try await f.results(1)
+        try await f.publish([jobJSON("alarm", tokens: ["slow2000-dev-alarm"])])
+        try await eventually("the slow send started") { f.sends(to: "slow2000-dev-alarm") == 1 }
+
+        try f.broker.memoryAlarm(true)
+        defer { _ = try? f.broker.memoryAlarm(false) }
+        try await eventually("connection.blocked") { worker.counters.blocked.load(ordering: .relaxed) >= 1 }
+        try await eventually("the result submitted") { worker.counters.awaitingConfirm.load(ordering: .relaxed) == 1 }
+        for _ in 0..<10 {  // unconfirmed, so unacked, for two seconds
+            #expect(try f.unackedDeliveries() == 1 && f.messageCount(f.topology.jobsQueue) == 0)
+            #expect(try f.messageCount(f.topology.resultsQueue) == 0)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(worker.counters.acked.load(ordering: .relaxed) == 1)
+
+        try f.broker.memoryAlarm(false)
+        let results = try await f.results(1)
+        try await eventually("the job acked") { try f.jobsSettled() }
+        shutdown.trigger()
+        await task.value
+        #expect(results.map(\.target.value) == ["slow2000-dev-alarm"])
+        #expect(try f.messageCount(f.topology.resultsQueue) == 0)
+        #expect(f.sends(to: "slow2000-dev-alarm") == 1)
+    }
+
+    /// `--max-job-bytes` (default 1 MiB): a larger body is dead-lettered unparsed, byte for byte.
+    @Test func jobBodyOverTheSizeLimitIsDeadLetteredUnparsed() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker())
+        let padding = String(repeating: "x", count: 1 << 20)
+        let body = Data(jobJSON("huge", tokens: ["dev-huge"], extra: #","data":{"pad":"\#(padding)"}"#).utf8)
+        try await f.publishBytes(body)
+        let dead = try await f.take(1, from: f.topology.deadLetterQueue)
+        shutdown.trigger()
+        await task.value
+        #expect(dead[0].body == body)
+        #expect(dead[0].properties.headers[DeadLetterHeader.code]?.stringValue == "INVALID_JOB")
+        #expect(dead[0].properties.headers[DeadLetterHeader.message]?.stringValue
+                == "the job body is \(body.count) bytes, over the limit of 1048576 bytes (--max-job-bytes); not parsed")
+        #expect(f.emulator.recordedMessages().isEmpty)
+    }
+}
