@@ -1,4 +1,4 @@
-/// The broker topology of DESIGN §5 as a pure value (no I/O): exchanges, queues with their
+/// The broker topology (docs/ARCHITECTURE.md) as a pure value (no I/O): exchanges, queues with their
 /// arguments, and bindings, named from a prefix. Declare it with `declare(on:)`.
 ///
 /// With prefix `push`:

@@ -1,4 +1,4 @@
-/// What FCM did with one send request, classified for the pipeline (DESIGN.md §6).
+/// What FCM did with one send request, classified for the pipeline.
 public enum FCMOutcome: Sendable, Hashable {
     /// Accepted: FCM's message name, `projects/{p}/messages/{id}`.
     case sent(name: String)

@@ -2,7 +2,7 @@ import AMQP
 import Foundation
 import PushCore
 
-/// Turns one job delivery into the messages it causes (DESIGN §6): decode, find the App ID,
+/// Turns one job delivery into the messages it causes: decode, find the App ID,
 /// check `not_after`, compose, send every target concurrently, plan, and express the plan as
 /// results, a retry copy and dead-letter copies. It never throws: bad input is data (a
 /// dead-letter copy with a reason), so the worker keeps consuming whatever arrives.

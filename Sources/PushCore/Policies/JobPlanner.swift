@@ -28,7 +28,7 @@ public struct JobPlan: Sendable, Equatable {
     }
 }
 
-/// Decides what an attempt at a job leads to (DESIGN §6), without any I/O: which recipients
+/// Decides what an attempt at a job leads to without any I/O: which recipients
 /// have a final result, which are retried and when, which are dead-lettered and why.
 public struct JobPlanner: Sendable {
     public var policy: RetryPolicy
