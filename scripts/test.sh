@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 swift build --build-tests -Xswiftc -warnings-as-errors
 # Serial: on two cores, parallel integration tests (real broker, real processes, rabbitmqctl)
-# starve each other's tasks; serial runs are deterministic and take about 90 s.
+# starve each other's tasks; serial runs are deterministic and take about 6 minutes (the broker
+# outage and restart tests take most of it).
 swift test --skip-build --no-parallel "$@"
 # Fuzz smoke: every reader of outside input for a few seconds, seeds first (they include every
 # input that once crashed), so a crash found by fuzzing stays found. Full runs: fuzz/README.md.
