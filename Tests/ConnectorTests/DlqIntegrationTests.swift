@@ -295,7 +295,7 @@ extension PipelineFixture {
         fcm.transport.requestTimeout = .seconds(10)
         let sender = try FCMPushSender(client: FCMClient(configuration: fcm), registry: registry)
         var configuration = SendWorker.Configuration(settings: settings, topology: topology)
-        configuration.reconnectBackoff = (.milliseconds(100), .seconds(1))
+        configuration.reconnectBackoff = Backoff(initial: .milliseconds(100), max: .seconds(1))
         let policy = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(1), maxDelay: .seconds(1))
         let processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
         return SendWorker(configuration: configuration, processor: processor, logger: Logger(component: "test-worker", minimumLevel: .warning))

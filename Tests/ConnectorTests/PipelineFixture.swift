@@ -102,7 +102,7 @@ final class PipelineFixture: Sendable {
         configuration.prefetch = prefetch
         configuration.lanes = lanes
         configuration.shutdownDeadline = shutdownDeadline
-        configuration.reconnectBackoff = (.milliseconds(100), .seconds(1))
+        configuration.reconnectBackoff = Backoff(initial: .milliseconds(100), max: .seconds(1))
         let processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
         return SendWorker(configuration: configuration, processor: processor, logger: Logger(component: "test-worker", minimumLevel: .warning))
     }

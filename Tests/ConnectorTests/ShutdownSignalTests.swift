@@ -40,7 +40,7 @@ import Testing
         defer { refusing.close() }
         settings.port = refusing.port
         var configuration = SendWorker.Configuration(settings: settings, topology: f.topology)
-        configuration.reconnectBackoff = (.milliseconds(20), .milliseconds(50))
+        configuration.reconnectBackoff = Backoff(initial: .milliseconds(20), max: .milliseconds(50))
         let worker = SendWorker(configuration: configuration,
                                 processor: JobProcessor(registry: f.registry, sender: try f.makeWorker().processor.catalog.current.sender,
                                                         topology: f.topology),

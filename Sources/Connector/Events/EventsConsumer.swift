@@ -24,7 +24,7 @@ public final class EventsConsumer: Sendable {
         public var topology: Topology
         /// Unacked deliveries per queue; keep it at least the batch size.
         public var prefetch: UInt16 = 2000
-        public var reconnectBackoff: (initial: Duration, max: Duration) = (.milliseconds(200), .seconds(30))
+        public var reconnectBackoff = Backoff(initial: .milliseconds(200), max: .seconds(30))
         /// Failed transactions a record may go through before it is dead-lettered (`STORE_FAILED`).
         public var maxStoreAttempts = 5
 
@@ -48,16 +48,17 @@ public final class EventsConsumer: Sendable {
 
     /// Consumes until `shutdown`; then lets the writer commit what it holds and acks it.
     public func run(until shutdown: ShutdownSignal) async {
-        var backoff = configuration.reconnectBackoff.initial
+        var failures = 0
         while !shutdown.isTriggered {
             do {
                 try await consumeOnce(shutdown: shutdown)
-                backoff = configuration.reconnectBackoff.initial
+                failures = 0
             } catch {
                 if shutdown.isTriggered { break }
+                failures += 1
+                let backoff = configuration.reconnectBackoff.delay(afterFailures: failures)
                 logger.warning("events consumer lost its broker, reconnecting", ["error": "\(error)", "in": "\(backoff)"])
                 await shutdown.sleep(for: backoff)
-                backoff = min(backoff * 2, configuration.reconnectBackoff.max)
             }
         }
     }

@@ -24,7 +24,7 @@ public final class SendWorker: Sendable {
         public var prefetch: UInt16 = 100
         public var lanes: Int = 1
         public var shutdownDeadline: Duration = .seconds(30)
-        public var reconnectBackoff: (initial: Duration, max: Duration) = (.milliseconds(200), .seconds(30))
+        public var reconnectBackoff = Backoff(initial: .milliseconds(200), max: .seconds(30))
         /// Between rounds of publishing a job's unconfirmed messages again.
         public var republishBackoff = Backoff(initial: .milliseconds(200), max: .seconds(5))
         /// A publish unconfirmed this long (the broker not saying it is blocked) drops the publisher connection.
@@ -61,7 +61,7 @@ public final class SendWorker: Sendable {
         let log = logger.child("lane\(lane)")
         let outbound = OutboundPublisher(settings: configuration.settings, confirmTimeout: configuration.confirmTimeout,
                                          backoff: configuration.republishBackoff, counters: counters, log: log)
-        var backoff = configuration.reconnectBackoff.initial
+        var failures = 0
         while !shutdown.isTriggered {
             do {
                 counters.connectAttempts.add(1, ordering: .relaxed)
@@ -70,7 +70,7 @@ public final class SendWorker: Sendable {
                                                             prefetch: configuration.prefetch)
                 log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
                                        "prefetch": "\(configuration.prefetch)"])
-                backoff = configuration.reconnectBackoff.initial
+                failures = 0
                 let error = await consume(consumer, outbound, shutdown: shutdown, log: log)
                 await consumer.close()
                 if let error {
@@ -78,9 +78,10 @@ public final class SendWorker: Sendable {
                     log.warning("consumer connection lost, reconnecting", ["error": "\(error)"])
                 }
             } catch {
+                failures += 1
+                let backoff = configuration.reconnectBackoff.delay(afterFailures: failures)
                 log.warning("cannot connect, retrying", ["error": "\(error)", "in": "\(backoff)"])
                 await shutdown.sleep(for: backoff)
-                backoff = min(backoff * 2, configuration.reconnectBackoff.max)
             }
         }
         await outbound.close()
