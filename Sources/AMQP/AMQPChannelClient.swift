@@ -160,23 +160,7 @@ public final class AMQPChannelClient {
         try connection.publish(exchange: exchange, routingKey: routingKey, body: body,
                                properties: properties, mandatory: mandatory)
         publishSequence += 1
-        var returned: AMQPError?
-        while true {
-            guard let frame = try connection.nextFrame(timeoutMicros: 1_000_000) else { continue }
-            defer { connection.releaseBuffers() }
-            switch frame {
-            case .returned(let code, let text, let exchange, let key):
-                returned = .returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
-            case .ack:
-                if let returned { throw returned }
-                return
-            case .nack: throw .nacked()
-            case .channelClosed(_, let error):
-                try reopenAfterChannelClose()
-                throw error
-            default: continue
-            }
-        }
+        try awaitConfirms(from: publishSequence)
     }
 
     /// Publishes copies of messages taken with `get`, in order, each as a *mandatory* publish
@@ -201,13 +185,22 @@ public final class AMQPChannelClient {
             }
             publishSequence += 1
         }
+        try awaitConfirms(from: first)
+    }
+
+    /// Reads frames until the broker confirmed every publish from sequence number `first` to the
+    /// last one (acks with `multiple` honoured, older acks ignored). A nack or a closed channel
+    /// throws at once; a mandatory publish returned as unroutable throws `.returned` once the
+    /// confirms are in, so no frame of this batch is left for the next call to misread.
+    private func awaitConfirms(from first: UInt64) throws(AMQPError) {
         var outstanding = Set(first...publishSequence)
+        var returned: AMQPError?
         while !outstanding.isEmpty {
             guard let frame = try connection.nextFrame(timeoutMicros: 1_000_000) else { continue }
             defer { connection.releaseBuffers() }
             switch frame {
             case .returned(let code, let text, let exchange, let key):
-                throw .returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
+                returned = returned ?? .returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
             case .ack(let tag, let multiple):
                 if multiple { outstanding = outstanding.filter { $0 > tag } } else { outstanding.remove(tag) }
             case .nack: throw .nacked()
@@ -217,6 +210,7 @@ public final class AMQPChannelClient {
             default: continue
             }
         }
+        if let returned { throw returned }
     }
 
     private func selectConfirms() throws(AMQPError) {
