@@ -36,7 +36,7 @@ let package = Package(
         .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
         // Pipelines and operator tools wired from the adapters.
         .target(name: "Connector",
-                dependencies: ["PushCore", "FCM", "AMQP", "CMicroHTTPD", "CSQLite", "CSystem"],
+                dependencies: ["PushCore", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CSystem"],
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector"], swiftSettings: swiftSettings),

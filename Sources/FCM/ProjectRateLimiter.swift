@@ -32,6 +32,8 @@ public final class ProjectRateLimiter: Sendable {
     public let configuration: Configuration
     private let now: @Sendable () -> ContinuousClock.Instant
     private let buckets = Mutex<[String: TokenBucket]>([:])
+    /// Per-project sends per minute replacing `configuration.perMinute` (from the App ID file).
+    private let limits = Mutex<[String: Int]>([:])
 
     /// `now` is injectable for tests; it defaults to the continuous clock.
     public init(configuration: Configuration = Configuration(),
@@ -40,13 +42,40 @@ public final class ProjectRateLimiter: Sendable {
         self.now = now
     }
 
+    /// Sets the per-minute limit of each project named (the others use `configuration.perMinute`).
+    /// A project whose limit changed starts a fresh bucket, keeping any pause it is under.
+    public func setLimits(_ perMinute: [String: Int]) {
+        let old = limits.withLock { limits in
+            defer { limits = perMinute }
+            return limits
+        }
+        let instant = now()
+        buckets.withLock { buckets in
+            for project in Set(old.keys).union(perMinute.keys) where old[project] != perMinute[project] {
+                guard let previous = buckets[project] else { continue }
+                var bucket = newBucket(project, now: instant)
+                if previous.pauseRemaining(now: instant) > .zero { bucket.pause(until: instant + previous.pauseRemaining(now: instant)) }
+                buckets[project] = bucket
+            }
+        }
+    }
+
+    /// The sends per minute allowed to `project`.
+    public func limit(project: String) -> Int { limits.withLock { $0[project] } ?? configuration.perMinute }
+
+    /// A full bucket at the project's rate; its burst is one second's worth (at most `burst`).
+    private func newBucket(_ project: String, now instant: ContinuousClock.Instant) -> TokenBucket {
+        let perMinute = limit(project: project)
+        let second = max(perMinute / 60, 1)
+        let burst = configuration.burst ?? second
+        return TokenBucket(perMinute: perMinute, burst: perMinute == configuration.perMinute ? burst : min(burst, second), now: instant)
+    }
+
     /// Pure step: reserves one send for `project` at the current instant.
     func reserve(project: String) -> TokenBucket.Reservation {
         let instant = now()
         return buckets.withLock { buckets in
-            var bucket = buckets[project] ?? TokenBucket(
-                perMinute: configuration.perMinute,
-                burst: configuration.burst ?? max(configuration.perMinute / 60, 1), now: instant)
+            var bucket = buckets[project] ?? newBucket(project, now: instant)
             let reservation = bucket.reserve(now: instant, maxWait: configuration.maxWait)
             buckets[project] = bucket
             return reservation
@@ -83,9 +112,7 @@ public final class ProjectRateLimiter: Sendable {
     private func pause(project: String, for pause: Duration) {
         let instant = now()
         buckets.withLock { buckets in
-            var bucket = buckets[project] ?? TokenBucket(
-                perMinute: configuration.perMinute,
-                burst: configuration.burst ?? max(configuration.perMinute / 60, 1), now: instant)
+            var bucket = buckets[project] ?? newBucket(project, now: instant)
             bucket.pause(until: instant + pause)
             buckets[project] = bucket
         }

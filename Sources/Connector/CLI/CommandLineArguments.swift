@@ -4,36 +4,85 @@ public struct UsageError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// What a command accepts: options that take a value, flags, and how many positionals.
+/// What a command accepts: its options (each declared once, see `OptionSpec`), how many
+/// positionals, and the help text built from them.
 public struct CommandSpec: Sendable {
     public var name: String
-    public var valueOptions: Set<String>
-    /// Options that may be given several times (their values accumulate).
-    public var repeatableOptions: Set<String>
-    public var flags: Set<String>
+    /// Every option, in help order; `--settings` is added to every command.
+    public var options: [OptionSpec]
     public var positionals: ClosedRange<Int>
     public var usage: String
 
+    /// One declaration per option: the help lists `options` in order after `about`, then
+    /// `footer`, then how the environment and the settings file name them.
+    public init(name: String, synopsis: String, about: String, options: [OptionSpec], positionals: ClosedRange<Int> = 0...0,
+                footer: String = "") {
+        self.name = name
+        self.options = options + [Self.settingsOption]
+        self.positionals = positionals
+        var text = "usage: push-connector \(name) \(synopsis)\n\n\(about)\n\noptions:\n"
+        text += self.options.map(\.helpLine).joined(separator: "\n")
+        if !footer.isEmpty { text += "\n\n" + footer }
+        usage = text + "\n\n" + Self.sourcesNote
+    }
+
+    /// The earlier form, sets of names and a hand-written usage text. Still accepted: such
+    /// options parse as before and also come from the environment and the settings file.
     public init(name: String, valueOptions: Set<String> = [], repeatableOptions: Set<String> = [], flags: Set<String> = [],
                 positionals: ClosedRange<Int> = 0...0, usage: String) {
         self.name = name
-        self.valueOptions = valueOptions.union(repeatableOptions)
-        self.repeatableOptions = repeatableOptions
-        self.flags = flags
+        var options = valueOptions.subtracting(repeatableOptions).sorted().map { OptionSpec(name: $0, arity: .single) }
+        options += repeatableOptions.sorted().map { OptionSpec(name: $0, arity: .repeatable) }
+        options += flags.sorted().map { OptionSpec(name: $0, arity: .flag) }
+        self.options = options + [Self.settingsOption]
         self.positionals = positionals
-        self.usage = usage
+        self.usage = usage + "\n\n" + Self.settingsOption.helpLine + "\n\n" + Self.sourcesNote
     }
+
+    public var valueOptions: Set<String> { Set(options.filter { $0.arity != .flag }.map(\.name)) }
+    public var repeatableOptions: Set<String> { Set(options.filter { $0.arity == .repeatable }.map(\.name)) }
+    public var flags: Set<String> { Set(options.filter { $0.arity == .flag }.map(\.name)) }
+
+    public func option(_ name: String) -> OptionSpec? { options.first { $0.name == name } }
+
+    /// `--settings FILE` (env `PUSH_CONNECTOR_SETTINGS`), on every command.
+    static let settingsOption = OptionSpec.value(
+        "--settings", "FILE", "JSON object of settings keyed by option name without dashes ({\"amqp_url\": …, \"prefetch\": 100});\n"
+            + "env PUSH_CONNECTOR_SETTINGS", setting: false)
+
+    static let sourcesNote = """
+        Every option not marked [command line only] may also come from the environment variable
+        PUSH_CONNECTOR_<NAME> (--amqp-url: PUSH_CONNECTOR_AMQP_URL; flags take 1/true/yes/on or 0/false/no/off)
+        or from the --settings file (key amqp_url). Precedence: command line > environment > file > default.
+        """
+}
+
+/// Where an option's value came from (`--check` prints it).
+public enum OptionSource: String, Sendable {
+    case commandLine = "command line"
+    case environment
+    case settingsFile = "settings file"
+    case defaultValue = "default"
 }
 
 /// Arguments parsed against a `CommandSpec`. `--name value` and `--name=value` are both
-/// accepted; `--` ends options; `-` is a positional (standard input).
+/// accepted; `--` ends options; `-` is a positional (standard input). With an environment, each
+/// option the command line leaves out is then taken from the environment, the settings file or
+/// its default, and every value is checked against its declaration (`OptionResolver`).
 public struct ParsedArguments: Sendable {
-    public private(set) var values: [String: [String]] = [:]
-    public private(set) var flags: Set<String> = []
+    public internal(set) var values: [String: [String]] = [:]
+    public internal(set) var flags: Set<String> = []
     public private(set) var positionals: [String] = []
     public private(set) var helpRequested = false
+    /// Where each present option came from.
+    public internal(set) var sources: [String: OptionSource] = [:]
+    /// The settings file used, if any.
+    public internal(set) var settingsFile: String?
+    public let spec: CommandSpec
 
+    /// The command line alone (no environment, no settings file, no defaults).
     public init(_ arguments: [String], spec: CommandSpec) throws(UsageError) {
+        self.spec = spec
         var i = 0
         var onlyPositionals = false
         while i < arguments.count {
@@ -51,23 +100,24 @@ public struct ParsedArguments: Sendable {
                 name = String(argument[..<eq])
                 inline = String(argument[argument.index(after: eq)...])
             }
-            if spec.flags.contains(name) {
+            guard let option = spec.option(name) else { throw UsageError("\(spec.name): unknown option \(name) (see --help)") }
+            sources[name] = .commandLine
+            if option.arity == .flag {
                 if inline != nil { throw UsageError("\(spec.name): \(name) takes no value") }
                 flags.insert(name)
-            } else if spec.valueOptions.contains(name) {
-                let value: String
-                if let inline { value = inline } else {
-                    guard i < arguments.count else { throw UsageError("\(spec.name): \(name) needs a value") }
-                    value = arguments[i]
-                    i += 1
-                }
-                if !spec.repeatableOptions.contains(name), values[name] != nil {
-                    throw UsageError("\(spec.name): \(name) given twice")
-                }
-                values[name, default: []].append(value)
-            } else {
-                throw UsageError("\(spec.name): unknown option \(name) (see --help)")
+                continue
             }
+            let value: String
+            if let inline { value = inline } else {
+                guard i < arguments.count else { throw UsageError("\(spec.name): \(name) needs a value") }
+                value = arguments[i]
+                i += 1
+            }
+            if option.arity != .repeatable, values[name] != nil { throw UsageError("\(spec.name): \(name) given twice") }
+            if let problem = option.kind.problem(value) {
+                throw UsageError("\(spec.name): \(name) \(problem)" + (option.isSecret ? "" : ", got \"\(value)\""))
+            }
+            values[name, default: []].append(value)
         }
         if !helpRequested, !spec.positionals.contains(positionals.count) {
             let want = spec.positionals.lowerBound == spec.positionals.upperBound
@@ -76,13 +126,25 @@ public struct ParsedArguments: Sendable {
         }
     }
 
+    /// The command line, then the environment, the settings file and the defaults.
+    /// `knownKeys`: the settings keys of every command, so a file shared by several commands
+    /// may hold keys this one ignores, while a key no command knows is refused as a typo.
+    public init(_ arguments: [String], spec: CommandSpec, environment: [String: String],
+                knownKeys: Set<String> = []) throws(UsageError) {
+        try self.init(arguments, spec: spec)
+        if helpRequested { return }
+        try OptionResolver(spec: spec, environment: environment, knownKeys: knownKeys).complete(&self)
+    }
+
     public func value(_ name: String) -> String? { values[name]?.last }
     public func all(_ name: String) -> [String] { values[name] ?? [] }
     public func has(_ flag: String) -> Bool { flags.contains(flag) }
 
     /// A required option's value.
     public func required(_ name: String, in command: String) throws(UsageError) -> String {
-        guard let v = value(name) else { throw UsageError("\(command): \(name) is required (see --help)") }
+        guard let v = value(name) else {
+            throw UsageError("\(command): \(name) is required (or \(OptionSpec.environmentVariable(for: name)); see --help)")
+        }
         return v
     }
 
@@ -94,4 +156,8 @@ public struct ParsedArguments: Sendable {
         }
         return v
     }
+
+    /// The value of an option declared with an `.integer` kind: already checked, so only the
+    /// absence of a value (an option without a default) gives nil.
+    public func int(_ name: String) -> Int? { value(name).flatMap { Int($0) } }
 }

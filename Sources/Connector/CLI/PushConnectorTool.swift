@@ -19,7 +19,12 @@ public enum PushConnectorTool {
         (["dlq", "purge"], DlqPurgeCommand.self, "delete dead-lettered jobs (all or matching) with --yes"),
         (["events"], EventsCommand.self, "serve POST /event and store sends and events in SQLite"),
         (["stats"], StatsCommand.self, "print the funnel of a job, campaign or App ID"),
+        (["health"], HealthCommand.self, "GET a health URL: exit 0 on 2xx, 1 otherwise (container HEALTHCHECK)"),
     ]
+
+    /// Every settings-file key some command accepts: a shared settings file may hold another
+    /// command's keys, but a key no command knows is a typo and is refused.
+    static let settingKeys: Set<String> = Set(commands.flatMap { $0.type.spec.options.filter(\.isSetting).map(\.key) })
 
     static var overview: String {
         var lines = ["usage: push-connector COMMAND [options]   (COMMAND --help for details)", "", "commands:"]
@@ -53,7 +58,7 @@ public enum PushConnectorTool {
         }
         let rest = Array(arguments.dropFirst(match.words.count))
         do {
-            let parsed = try ParsedArguments(rest, spec: match.type.spec)
+            let parsed = try ParsedArguments(rest, spec: match.type.spec, environment: context.environment, knownKeys: settingKeys)
             if parsed.helpRequested {
                 context.console.out(match.type.spec.usage)
                 return 0

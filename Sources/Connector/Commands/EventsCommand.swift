@@ -5,41 +5,37 @@ import PushCore
 /// `push-connector events`: the event ingestion endpoint and the events consumer into SQLite.
 public struct EventsCommand: Command {
     public static let spec = CommandSpec(
-        name: "events",
-        valueOptions: CommonOptions.broker.union([
-            "--config", "--http", "--db", "--event-keys", "--http-threads", "--publishers", "--batch-size", "--batch-delay-ms",
-            "--prefetch", "--log-level", "--max-connections", "--max-connections-per-ip", "--request-deadline-s",
-        ]),
-        flags: ["--no-consume", "--no-http", "--no-declare"],
-        usage: """
-        usage: push-connector events --http HOST:PORT --db FILE [--config APPS.json] [options]
-
+        name: "events", synopsis: "--http HOST:PORT --db FILE [--config APPS.json] [options]",
+        about: """
         Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz and GET /metrics;
         every accepted event is published to <prefix>.events and confirmed before the 202. Consumes
         <prefix>.events and <prefix>.events.results into the SQLite database FILE (WAL, batched
         transactions, acks after COMMIT), idempotently. Read it with `push-connector stats`.
-
-        \(CommonOptions.brokerUsage)
-          --http HOST:PORT      where to listen (IPv4), e.g. 0.0.0.0:8080
-          --db FILE             SQLite database to store sends and events in
-          --config FILE         App ID file: events naming another app_id are refused (400 UNKNOWN_APP)
-          --event-keys FILE     {"keys": {"<app_id>": "<key of 16+ bytes>"}}: events must name an app_id
-                                and carry its key in the X-Push-Event-Key header (else 401)
-          --no-consume          only the endpoint (several replicas may run behind a load balancer)
-          --no-http             only the consumer
-          --http-threads N      server threads (default 2)
-          --max-connections N   open HTTP connections at most (default: the nofile limit minus 128, at most 4096)
-          --max-connections-per-ip N
-                                open HTTP connections from one address at most (default 64; 0: no limit)
-          --request-deadline-s N
-                                a whole request must arrive within N seconds, else the connection is cut (default 30)
-          --publishers N        broker connections publishing events (default 2)
-          --batch-size N        records per transaction (default 500)
-          --batch-delay-ms N    wait at most this long for a batch to fill (default 50)
-          --prefetch N          unacked deliveries per queue (default 2000)
-          --no-declare          do not declare the topology
-          --log-level LEVEL     debug | info | warn | error (default info)
-        """)
+        """,
+        options: CommonOptions.brokerOptions + [
+            .value("--http", "HOST:PORT", "where to listen (IPv4), e.g. 0.0.0.0:8080", .hostPort),
+            .value("--db", "FILE", "SQLite database to store sends and events in", .nonEmpty),
+            .value("--config", "FILE", "App ID file: events naming another app_id are refused (400 UNKNOWN_APP)", .readableFile),
+            .value("--event-keys", "FILE", "{\"keys\": {\"<app_id>\": \"<key of 16+ bytes>\"}}: events must name an app_id\n"
+                + "and carry its key in the X-Push-Event-Key header (else 401)", .readableFile),
+            .flag("--no-consume", "only the endpoint (several replicas may run behind a load balancer)"),
+            .flag("--no-http", "only the consumer"),
+            .value("--http-threads", "N", "server threads", default: "2", .integer(1...64)),
+            .value("--max-connections", "N", "open HTTP connections at most (default: the nofile limit minus 128, at most 4096)",
+                   .integer(1...1_000_000)),
+            .value("--max-connections-per-ip", "N", "open HTTP connections from one address at most (0: no limit)",
+                   default: "64", .integer(0...1_000_000)),
+            .value("--request-deadline-s", "N", "a whole request must arrive within N seconds, else the connection is cut",
+                   default: "30", .integer(1...3600)),
+            .value("--publishers", "N", "broker connections publishing events", default: "2", .integer(1...32)),
+            .value("--batch-size", "N", "records per transaction", default: "500", .integer(1...10_000)),
+            .value("--batch-delay-ms", "N", "wait at most this long for a batch to fill", default: "50", .integer(0...10_000)),
+            .value("--prefetch", "N", "unacked deliveries per queue", default: "2000", .integer(1...65_535)),
+            .flag("--no-declare", "do not declare the topology"),
+            CommonOptions.logLevel,
+            CommonOptions.logFormat,
+            CommonOptions.check,
+        ])
 
     let arguments: ParsedArguments
 
@@ -52,29 +48,39 @@ public struct EventsCommand: Command {
         self.arguments = arguments
     }
 
-    public func run(_ context: CommandContext) async throws -> Int32 {
+    /// Everything `events` runs with, resolved without connecting anywhere.
+    func configuration(_ context: CommandContext) throws -> EventsService.Configuration {
         let a = arguments
         let settings = try CommonOptions.brokerSettings(a, context, command: "events")
         let topology = try CommonOptions.topology(a, command: "events")
         var configuration = EventsService.Configuration(settings: settings, topology: topology)
-        if !a.has("--no-http") {
+        if !a.has("--no-http"), let address = HostPort(try a.required("--http", in: "events")) {
             var http = MicroHTTPServer.Configuration()
-            (http.host, http.port) = try Self.hostPort(try a.required("--http", in: "events"))
-            http.threads = try a.integer("--http-threads", in: "events", default: 2, range: 1...64)
-            http.connectionLimit = try a.integer("--max-connections", in: "events", default: http.connectionLimit, range: 1...1_000_000)
-            http.perIPConnectionLimit = try a.integer("--max-connections-per-ip", in: "events", default: 64, range: 0...1_000_000)
-            http.requestDeadline = .seconds(try a.integer("--request-deadline-s", in: "events", default: 30, range: 1...3600))
+            (http.host, http.port) = (address.host, address.port)
+            http.threads = a.int("--http-threads") ?? http.threads
+            http.connectionLimit = a.int("--max-connections") ?? http.connectionLimit
+            http.perIPConnectionLimit = a.int("--max-connections-per-ip") ?? 64
+            http.requestDeadline = .seconds(a.int("--request-deadline-s") ?? 30)
             configuration.http = http
         }
         if !a.has("--no-consume") { configuration.databasePath = try a.required("--db", in: "events") }
         if let path = a.value("--config") { configuration.knownApps = Set(try AppConfigurationFile.load(path).appIDs) }
         if let path = a.value("--event-keys") { configuration.keys = try EventKeys.load(path) }
-        configuration.publisherConnections = try a.integer("--publishers", in: "events", default: 2, range: 1...32)
-        configuration.batchSize = try a.integer("--batch-size", in: "events", default: 500, range: 1...10_000)
-        configuration.batchDelay = .milliseconds(try a.integer("--batch-delay-ms", in: "events", default: 50, range: 0...10_000))
-        configuration.prefetch = UInt16(try a.integer("--prefetch", in: "events", default: 2000, range: 1...65_535))
-        let logger = Logger(component: "events", minimumLevel: try LogLevelOption.parse(a, command: "events"))
-        if !a.has("--no-declare") { try declare(topology, settings: settings) }
+        configuration.publisherConnections = a.int("--publishers") ?? configuration.publisherConnections
+        configuration.batchSize = a.int("--batch-size") ?? configuration.batchSize
+        configuration.batchDelay = .milliseconds(a.int("--batch-delay-ms") ?? 50)
+        configuration.prefetch = UInt16(a.int("--prefetch") ?? Int(configuration.prefetch))
+        return configuration
+    }
+
+    public func run(_ context: CommandContext) async throws -> Int32 {
+        let configuration = try configuration(context)
+        if arguments.has("--check") {
+            try check(configuration, context)
+            return 0
+        }
+        let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments))
+        if !arguments.has("--no-declare") { try declare(configuration.topology, settings: configuration.settings) }
 
         let service: EventsService
         do {
@@ -88,12 +94,22 @@ public struct EventsCommand: Command {
         return 0
     }
 
-    /// `HOST:PORT` (IPv4 host).
-    static func hostPort(_ text: String) throws(UsageError) -> (String, Int) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
-            throw UsageError("events: --http must be HOST:PORT, got \"\(text)\"")
-        }
-        let host = String(text[..<colon])
-        return (host.isEmpty ? "0.0.0.0" : host, port)
+    /// `--check`: the files beyond what option parsing checked, then what would run.
+    private func check(_ c: EventsService.Configuration, _ context: CommandContext) throws(CommandFailure) {
+        let problems = [
+            CheckReport.caFileProblem(c.settings.tls?.caFile, option: "--amqp-ca-file", command: "events"),
+            c.databasePath.flatMap { CheckReport.writableDirectoryProblem(forFile: $0, option: "--db", command: "events") },
+        ].compactMap { $0 }
+        guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
+        var lines = ["events: configuration OK (checked without connecting to anything)", "options:"]
+        lines += CheckReport.optionLines(arguments)
+        lines.append("would: \(arguments.has("--no-declare") ? "not declare" : "declare") the topology (prefix \(c.topology.prefix)) "
+            + "on \(c.settings.redactedURL),")
+        lines.append("  " + (c.http.map { "serve POST /event(s), /healthz, /readyz, /metrics on \($0.host):\($0.port)" } ?? "serve no HTTP")
+            + ", " + (c.databasePath.map { "store \(c.topology.eventsQueue) and \(c.topology.eventsResultsQueue) into \($0)" }
+                      ?? "consume nothing")
+            + (c.knownApps.map { ", accept App IDs \($0.sorted().joined(separator: ","))" } ?? "")
+            + (c.keys == nil ? "" : ", require event keys"))
+        context.console.out(lines.joined(separator: "\n"))
     }
 }

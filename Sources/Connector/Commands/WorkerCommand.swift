@@ -7,33 +7,36 @@ import PushCore
 /// and dead-letters, until SIGTERM / SIGINT.
 public struct WorkerCommand: Command {
     public static let spec = CommandSpec(
-        name: "worker",
-        valueOptions: CommonOptions.broker.union(CommonOptions.fcm).union([
-            "--config", "--prefetch", "--lanes", "--max-attempts", "--retry-base-delay", "--max-age", "--shutdown-deadline", "--log-level",
-            "--max-job-bytes",
-        ]),
-        flags: CommonOptions.fcmFlags.union(["--no-declare"]),
-        usage: """
-        usage: push-connector worker --config APPS.json [options]
-
+        name: "worker", synopsis: "--config APPS.json [options]",
+        about: """
         Consumes send jobs from <prefix>.jobs, composes and sends them through FCM HTTP v1, publishes
         one result per recipient, retries transient failures through the retry tiers and dead-letters
         what cannot succeed. Declares the topology at start (unless --no-declare). SIGTERM / SIGINT:
         stop consuming, finish in-flight work within --shutdown-deadline, confirm, ack, exit 0.
-        SIGHUP: reload the App ID file and credentials (a bad file is refused and logged).
-
-        \(CommonOptions.brokerUsage)
-        \(CommonOptions.fcmUsage)
-          --prefetch N          unacked jobs per lane (default 100)
-          --lanes N             consumer/publisher connection pairs (default 1; one per core is plenty)
-          --max-attempts N      attempts before RETRIES_EXHAUSTED (default 8)
-          --retry-base-delay S  first backoff delay in seconds (default 5; doubles each attempt, ±20 % jitter)
-          --max-age S           dead-letter a job failing for longer than this (default 86400)
-          --shutdown-deadline S seconds to finish in-flight work on SIGTERM (default 30)
-          --max-job-bytes N     larger job bodies are dead-lettered unparsed as INVALID_JOB (default 1048576)
-          --log-level LEVEL     debug | info | warn | error (default info)
-          --no-declare          do not declare the topology (it is managed elsewhere)
-        """)
+        SIGHUP, or a change of the App ID file or a credentials file on disk (polled every
+        --config-poll seconds): reload them (a bad file is refused and logged; the previous
+        configuration keeps serving).
+        """,
+        options: [
+            .value("--config", "FILE", "App ID file (credentials_file paths are relative to its directory)", .readableFile),
+            .value("--config-poll", "S", "look for a changed App ID or credentials file every S seconds (0: only on SIGHUP)",
+                   default: "5", .integer(0...3600)),
+        ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + [
+            .value("--prefetch", "N", "unacked jobs per lane", default: "100", .integer(1...65_535)),
+            .value("--lanes", "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
+            .value("--max-attempts", "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
+            .value("--retry-base-delay", "S", "first backoff delay in seconds (doubles each attempt, ±20 % jitter)",
+                   default: "5", .integer(1...86_400)),
+            .value("--max-age", "S", "dead-letter a job failing for longer than this", default: "86400", .integer(1...2_592_000)),
+            .value("--shutdown-deadline", "S", "seconds to finish in-flight work on SIGTERM", default: "30", .integer(0...3600)),
+            .value("--max-job-bytes", "N", "larger job bodies are dead-lettered unparsed as INVALID_JOB",
+                   default: String(JobProcessor.defaultMaxJobBytes), .integer(1_024...(64 << 20))),
+            .value("--http", "HOST:PORT", "serve /healthz, /readyz and /metrics there (default: off)", .hostPort),
+            CommonOptions.logLevel,
+            CommonOptions.logFormat,
+            .flag("--no-declare", "do not declare the topology (it is managed elsewhere: topology declare)"),
+            CommonOptions.check,
+        ])
 
     let arguments: ParsedArguments
 
@@ -43,45 +46,45 @@ public struct WorkerCommand: Command {
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
-        let a = arguments
-        let settings = try CommonOptions.brokerSettings(a, context, command: "worker")
-        let topology = try CommonOptions.topology(a, command: "worker")
-        let fcmConfiguration = try CommonOptions.fcmConfiguration(a, context, command: "worker")
-        var policy = RetryPolicy()
-        policy.maxAttempts = try a.integer("--max-attempts", in: "worker", default: 8, range: 1...100)
-        policy.baseDelay = .seconds(try a.integer("--retry-base-delay", in: "worker", default: 5, range: 1...86_400))
-        policy.maxAge = .seconds(try a.integer("--max-age", in: "worker", default: 86_400, range: 1...2_592_000))
-        policy.maxDelay = .seconds(topology.retryTiers.last?.delaySeconds ?? 3600)
-        var configuration = SendWorker.Configuration(settings: settings, topology: topology)
-        configuration.prefetch = UInt16(try a.integer("--prefetch", in: "worker", default: 100, range: 1...65_535))
-        configuration.lanes = try a.integer("--lanes", in: "worker", default: 1, range: 1...64)
-        configuration.shutdownDeadline = .seconds(try a.integer("--shutdown-deadline", in: "worker", default: 30, range: 0...3600))
-        let maxJobBytes = try a.integer("--max-job-bytes", in: "worker", default: JobProcessor.defaultMaxJobBytes, range: 1_024...(64 << 20))
-        let logger = Logger(component: "worker", minimumLevel: try LogLevelOption.parse(a, command: "worker"))
-
-        let configPath = try a.required("--config", in: "worker")
-        let registry = try AppConfigurationFile.load(configPath)
-        let client = FCMClient(configuration: fcmConfiguration)
+        let plan = try WorkerPlan(arguments, context)
+        if arguments.has("--check") {
+            let problems = AppConfigurationFile.credentialProblems(plan.registry, path: plan.configPath,
+                                                                   allowInsecureHTTP: plan.fcm.allowInsecureHTTP)
+                + [CheckReport.caFileProblem(plan.fcm.transport.caFile, option: "--ca-file", command: "worker"),
+                   CheckReport.caFileProblem(plan.settings.tls?.caFile, option: "--amqp-ca-file", command: "worker")].compactMap { $0 }
+            guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
+            context.console.out(plan.summary(arguments))
+            return 0
+        }
+        let logger = Logger(component: "worker", minimumLevel: plan.logLevel)
+        let client = FCMClient(configuration: plan.fcm)
         defer { client.shutdown() }
-        let catalog = AppCatalog(.init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
-        if a.has("--no-declare") { try verify(topology, settings: settings) } else { try declare(topology, settings: settings) }
+        let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry)))
+        if plan.declareTopology { try declare(plan.topology, settings: plan.settings) } else { try verify(plan.topology, settings: plan.settings) }
 
-        var processor = JobProcessor(catalog: catalog, topology: topology, planner: JobPlanner(policy: policy))
-        processor.maxJobBytes = maxJobBytes
-        let worker = SendWorker(configuration: configuration, processor: processor, logger: logger)
+        var processor = JobProcessor(catalog: catalog, topology: plan.topology, planner: JobPlanner(policy: plan.policy))
+        processor.maxJobBytes = plan.maxJobBytes
+        let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger)
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)
+        let configPath = plan.configPath
         SignalHandlers.on(SIGHUP) { Self.reload(configPath, into: catalog, client: client, logger: logger) }
-        logger.info("worker starting", ["apps": "\(registry.apps.count)", "fcm": fcmConfiguration.baseURL,
-                                        "broker": settings.redactedURL, "lanes": "\(configuration.lanes)"])
+        let watcher = plan.configPoll.map { interval in
+            ConfigurationWatcher(path: configPath, interval: interval) {
+                Self.reload(configPath, into: catalog, client: client, logger: logger)
+            }.start()
+        }
+        defer { watcher?.cancel() }
+        logger.info("worker starting", ["apps": "\(plan.registry.apps.count)", "fcm": plan.fcm.baseURL,
+                                        "broker": plan.settings.redactedURL, "lanes": "\(plan.worker.lanes)"])
         await worker.run(until: shutdown)
         return 0
     }
 }
 
 extension WorkerCommand {
-    /// SIGHUP: reads the App ID file and the credentials again; a bad file is refused (logged)
-    /// and the worker keeps serving the previous configuration.
+    /// SIGHUP or a change on disk: reads the App ID file and the credentials again; a bad file
+    /// is refused (logged) and the worker keeps serving the previous configuration.
     static func reload(_ path: String, into catalog: AppCatalog, client: FCMClient, logger: Logger) {
         do {
             let registry = try AppConfigurationFile.load(path)
@@ -120,18 +123,5 @@ func verify(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure)
         throw failure
     } catch {
         throw CommandFailure("cannot reach \(settings.redactedURL): \(error)")
-    }
-}
-
-/// `--log-level`.
-enum LogLevelOption {
-    static func parse(_ a: ParsedArguments, command: String) throws(UsageError) -> Logger.Level {
-        switch a.value("--log-level") ?? "info" {
-        case "debug": return .debug
-        case "info": return .info
-        case "warn", "warning": return .warning
-        case "error": return .error
-        case let other: throw UsageError("\(command): --log-level must be debug, info, warn or error, got \"\(other)\"")
-        }
     }
 }

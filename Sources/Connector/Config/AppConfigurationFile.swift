@@ -1,16 +1,64 @@
+import FCM
 import Foundation
 import PushCore
 
 /// Reads the App ID configuration file; every problem is reported with the file and field named.
+/// A relative `credentials_file` is resolved against the App ID file's directory (not the
+/// working directory), so the file and its keys can move together (a ConfigMap beside a Secret).
 public enum AppConfigurationFile {
     /// The registry in `path`, or a `CommandFailure` naming the file, field and rule of each problem.
     public static func load(_ path: String) throws(CommandFailure) -> AppRegistry {
-        let bytes = try readFile(path, what: "App ID configuration")
+        try registry(path, bytes: try readFile(path, what: "App ID configuration"))
+    }
+
+    static func registry(_ path: String, bytes: [UInt8]) throws(CommandFailure) -> AppRegistry {
         do {
-            return try AppRegistry.decode(bytes)
+            let registry = try AppRegistry.decode(bytes)
+            return AppRegistry(registry.appIDs.map { id in
+                var app = registry[id]!
+                app.credentialsFile = resolve(app.credentialsFile, relativeTo: path)
+                return app
+            })
         } catch {
             throw CommandFailure(error.issues.map { "\(path): \($0)" }.joined(separator: "\n"), exitCode: 2)
         }
+    }
+
+    /// `file` as named inside the App ID file at `configPath`: absolute paths stay, relative
+    /// ones are taken from the App ID file's directory (standard input: the working directory).
+    public static func resolve(_ file: String, relativeTo configPath: String) -> String {
+        guard !file.hasPrefix("/"), configPath != "-" else { return file }
+        let directory = (configPath as NSString).deletingLastPathComponent
+        return directory.isEmpty ? file : (directory as NSString).appendingPathComponent(file)
+    }
+
+    /// Each App ID's credentials: a readable, well-formed service account whose key can sign.
+    /// One line per problem, naming the App ID file and the app.
+    public static func credentialProblems(_ registry: AppRegistry, path: String, allowInsecureHTTP: Bool) -> [String] {
+        registry.appIDs.compactMap { appID in
+            do {
+                let account = try ServiceAccount.load(contentsOf: registry[appID]!.credentialsFile, allowInsecureHTTP: allowInsecureHTTP)
+                _ = try RSASigner(pem: account.privateKey)
+                return nil
+            } catch {
+                return "\(path): app \(appID): credentials_file: \(error)"
+            }
+        }
+    }
+
+    /// What a change on disk is detected by: the App ID file's bytes and those of every
+    /// credentials file it names (content, not mtime: a ConfigMap update swaps a symlink and
+    /// may keep the time). Nil when the App ID file cannot be read.
+    public static func fingerprint(_ path: String) -> [UInt8]? {
+        guard let bytes = FileManager.default.contents(atPath: path).map(Array.init) else { return nil }
+        var print = bytes
+        if let registry = try? registry(path, bytes: bytes) {
+            for id in registry.appIDs {
+                print.append(0)
+                print.append(contentsOf: FileManager.default.contents(atPath: registry[id]!.credentialsFile).map(Array.init) ?? [])
+            }
+        }
+        return print
     }
 
     /// The bytes of a file (or standard input for "-"), or a one-line error naming it.

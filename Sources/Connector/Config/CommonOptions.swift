@@ -3,35 +3,54 @@ import AMQP
 import FCM
 import PushCore
 
-/// Options several commands share, and how each is resolved: flag, then environment, then default.
+/// Options several commands share, declared once, and how they turn into settings.
 public enum CommonOptions {
-    /// `--amqp-url URL` (env `PUSH_CONNECTOR_AMQP_URL`); the password comes from the URL, or
-    /// `PUSH_CONNECTOR_AMQP_PASSWORD`, or the file named by `PUSH_CONNECTOR_AMQP_PASSWORD_FILE`.
-    public static let broker: Set<String> = ["--amqp-url", "--amqp-ca-file", "--prefix", "--retry-tiers", "--heartbeat"]
-    /// `--fcm-url URL` (env `PUSH_CONNECTOR_FCM_URL`), `--ca-file FILE` (a private CA for FCM).
-    public static let fcm: Set<String> = ["--fcm-url", "--ca-file", "--max-in-flight"]
-    /// `--allow-insecure-http`: plain HTTP to FCM and token endpoints beyond loopback.
-    public static let fcmFlags: Set<String> = ["--allow-insecure-http"]
+    /// The broker: `--amqp-url URL` (env `PUSH_CONNECTOR_AMQP_URL`); the password comes from the
+    /// URL, or `PUSH_CONNECTOR_AMQP_PASSWORD`, or the file named by `PUSH_CONNECTOR_AMQP_PASSWORD_FILE`.
+    public static let brokerOptions: [OptionSpec] = [
+        .value("--amqp-url", "URL", "broker; the password may instead come from PUSH_CONNECTOR_AMQP_PASSWORD\n"
+            + "or the file named by PUSH_CONNECTOR_AMQP_PASSWORD_FILE (never put it on the command line)",
+            default: "amqp://guest@127.0.0.1:5672/%2f",
+            ValueKind { $0.hasPrefix("amqp://") || $0.hasPrefix("amqps://") ? nil : "must be an amqp:// or amqps:// URL" },
+            secret: true),
+        .value("--amqp-ca-file", "FILE", "CA bundle for amqps:// (verification is always on)", .readableFile),
+        .value("--prefix", "NAME", "topology name prefix", default: "push",
+               ValueKind { p in !p.isEmpty && p.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) ? nil : "must be a non-empty name without spaces" }),
+        .value("--retry-tiers", "LIST", "retry delay tiers in seconds", default: "5,30,120,600,3600",
+               ValueKind { retryTiers($0) == nil ? "must be whole seconds from 1 to 4294967 separated by commas" : nil }),
+        .value("--heartbeat", "SECONDS", "AMQP heartbeat (default 30, or the URL's ?heartbeat=)", .integer(0...600)),
+    ]
 
-    public static let brokerUsage = """
-          --amqp-url URL        broker (env PUSH_CONNECTOR_AMQP_URL; default amqp://guest@127.0.0.1:5672/%2f);
-                                password from the URL, PUSH_CONNECTOR_AMQP_PASSWORD or PUSH_CONNECTOR_AMQP_PASSWORD_FILE
-          --amqp-ca-file FILE   CA bundle for amqps:// (verification is always on)
-          --prefix NAME         topology name prefix (default push)
-          --retry-tiers LIST    retry delay tiers in seconds (default 5,30,120,600,3600)
-          --heartbeat SECONDS   AMQP heartbeat (default 30)
-        """
+    /// FCM: base URL, private CA, concurrency.
+    public static let fcmOptions: [OptionSpec] = [
+        .value("--fcm-url", "URL", "FCM base URL", default: "https://fcm.googleapis.com", .httpURL),
+        .value("--ca-file", "FILE", "CA bundle to trust for FCM (e.g. the emulator's dev CA); TLS verification is always on",
+               .readableFile),
+        .value("--max-in-flight", "N", "FCM requests in flight per process", default: "1000", .integer(1...100_000)),
+        .flag("--allow-insecure-http", "allow http:// for --fcm-url and token_uri beyond loopback (127.0.0.0/8, ::1, localhost)"),
+    ]
 
-    public static let fcmUsage = """
-          --fcm-url URL         FCM base URL (env PUSH_CONNECTOR_FCM_URL; default https://fcm.googleapis.com)
-          --ca-file FILE        CA bundle to trust for FCM (e.g. the emulator's dev CA); TLS verification is always on
-          --max-in-flight N     FCM requests in flight per process (default 1000)
-          --allow-insecure-http allow http:// for --fcm-url and token_uri beyond loopback (127.0.0.0/8, ::1, localhost)
-        """
+    /// `--log-level`, on every long-running command.
+    public static let logLevel = OptionSpec.value("--log-level", "LEVEL", "debug | info | warn | error", default: "info",
+                                                  .choice(["debug", "info", "warn", "warning", "error"]))
+    /// `--log-format`: how log lines are written (the logger reads it).
+    public static let logFormat = OptionSpec.value("--log-format", "FORMAT", "text | json", default: "text", .choice(["text", "json"]))
+    /// `--check`: validate everything, print what would run, connect to nothing.
+    public static let check = OptionSpec.flag(
+        "--check", "load and check every option, file and key, print what would run (secrets redacted) and exit:\n"
+            + "0 when it would start, 2 when not; connects to nothing", setting: false)
+
+    /// For commands still declared in the earlier style (`CommandSpec(name:valueOptions:…)`):
+    /// the option names and their help lines. New commands list `brokerOptions` / `fcmOptions`.
+    public static var broker: Set<String> { Set(brokerOptions.map(\.name)) }
+    public static var fcm: Set<String> { Set(fcmOptions.filter { $0.arity != .flag }.map(\.name)) }
+    public static var fcmFlags: Set<String> { Set(fcmOptions.filter { $0.arity == .flag }.map(\.name)) }
+    public static var brokerUsage: String { brokerOptions.map(\.helpLine).joined(separator: "\n") }
+    public static var fcmUsage: String { fcmOptions.map(\.helpLine).joined(separator: "\n") }
 
     /// The broker settings, with the password resolved from the environment.
     public static func brokerSettings(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> AMQPSettings {
-        let url = a.value("--amqp-url") ?? context.environment["PUSH_CONNECTOR_AMQP_URL"] ?? "amqp://guest@127.0.0.1:5672/%2f"
+        let url = a.value("--amqp-url") ?? "amqp://guest@127.0.0.1:5672/%2f"
         var settings: AMQPSettings
         do {
             settings = try AMQPCredentialResolver(environment: context.environment).settings(url: url)
@@ -53,23 +72,25 @@ public enum CommonOptions {
         guard !prefix.isEmpty, prefix.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw UsageError("\(command): --prefix must be a non-empty name without spaces")
         }
-        var tiers = [5, 30, 120, 600, 3600]
-        if let text = a.value("--retry-tiers") {
-            let parsed = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            // RabbitMQ's x-message-ttl is at most 2^32-1 ms.
-            guard !parsed.isEmpty, parsed.allSatisfy({ (1...4_294_967).contains($0 ?? 0) }) else {
-                throw UsageError("\(command): --retry-tiers must be whole seconds from 1 to 4294967 separated by commas, got \"\(text)\"")
-            }
-            tiers = parsed.map { $0! }
+        let text = a.value("--retry-tiers") ?? "5,30,120,600,3600"
+        guard let tiers = retryTiers(text) else {
+            throw UsageError("\(command): --retry-tiers must be whole seconds from 1 to 4294967 separated by commas, got \"\(text)\"")
         }
         return Topology(prefix: prefix, retryDelaysSeconds: tiers)
+    }
+
+    /// `5,30,120`: whole seconds, each within RabbitMQ's x-message-ttl (at most 2^32-1 ms).
+    static func retryTiers(_ text: String) -> [Int]? {
+        let parsed = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !parsed.isEmpty, parsed.allSatisfy({ (1...4_294_967).contains($0 ?? 0) }) else { return nil }
+        return parsed.map { $0! }
     }
 
     /// The FCM client configuration.
     public static func fcmConfiguration(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> FCMClient.Configuration {
         var c = FCMClient.Configuration()
         c.allowInsecureHTTP = a.has("--allow-insecure-http")
-        if let url = a.value("--fcm-url") ?? context.environment["PUSH_CONNECTOR_FCM_URL"] {
+        if let url = a.value("--fcm-url") {
             guard url.hasPrefix("https://") || url.hasPrefix("http://") else {
                 throw UsageError("\(command): --fcm-url must be an http:// or https:// URL, got \"\(url)\"")
             }
@@ -81,5 +102,15 @@ public enum CommonOptions {
         c.transport.caFile = a.value("--ca-file")
         c.transport.maxInFlight = try a.integer("--max-in-flight", in: command, default: 1000, range: 1...100_000)
         return c
+    }
+
+    /// `--log-level`.
+    static func logLevel(_ a: ParsedArguments) -> Logger.Level {
+        switch a.value("--log-level") ?? "info" {
+        case "debug": return .debug
+        case "warn", "warning": return .warning
+        case "error": return .error
+        default: return .info
+        }
     }
 }

@@ -13,7 +13,8 @@ public final class FCMPushSender: PushSender {
     private let client: FCMClient
     private let accounts: [String: ServiceAccount]
 
-    /// Loads every App ID's credentials; a bad file is refused here, at start, by name.
+    /// Loads every App ID's credentials; a bad file is refused here, at start, by name. Then
+    /// applies the App IDs' `rate_limit_per_minute` to their projects (the lowest per project).
     public init(client: FCMClient, registry: AppRegistry) throws(CommandFailure) {
         self.client = client
         var accounts: [String: ServiceAccount] = [:]
@@ -29,6 +30,11 @@ public final class FCMPushSender: PushSender {
             }
         }
         self.accounts = accounts
+        var limits: [String: Int] = [:]
+        for app in registry.apps.values {
+            if let limit = app.rateLimitPerMinute { limits[app.projectID] = min(limits[app.projectID] ?? limit, limit) }
+        }
+        client.rateLimiter.setLimits(limits)
     }
 
     public func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome {

@@ -9,16 +9,24 @@ public struct AppConfiguration: Sendable, Equatable {
     public var defaultPayload: [String: String]
     /// `android`, `apns`, `webpush`, `fcm_options` sections merged into every message of the app.
     public var extraOptions: [String: JSONValue]
+    /// `rate_limit_per_minute`: sends per minute this process allows the app's Firebase project
+    /// (App IDs sharing a project share one budget, the lowest limit applies); nil: FCM's default
+    /// quota. Counted per process: with N replicas, give each quota / N.
+    public var rateLimitPerMinute: Int?
 
     public init(appID: String, projectID: String, credentialsFile: String, defaultMessageType: MessageType = .notification,
-                defaultPayload: [String: String] = [:], extraOptions: [String: JSONValue] = [:]) {
+                defaultPayload: [String: String] = [:], extraOptions: [String: JSONValue] = [:], rateLimitPerMinute: Int? = nil) {
         self.appID = appID
         self.projectID = projectID
         self.credentialsFile = credentialsFile
         self.defaultMessageType = defaultMessageType
         self.defaultPayload = defaultPayload
         self.extraOptions = extraOptions
+        self.rateLimitPerMinute = rateLimitPerMinute
     }
+
+    /// The largest `rate_limit_per_minute` accepted (FCM's default quota is 600 000 / minute).
+    public static let maxRateLimitPerMinute = 100_000_000
 }
 
 /// Every App ID the connector serves, looked up by `app_id`.
@@ -86,13 +94,21 @@ public struct AppRegistry: Sendable, Equatable {
                 }
                 ar.report(contentsOf: MessageValidator().validateSections(extra, path: "\(path).extra_options"))
             }
+            var rate: Int?
+            if let value = o["rate_limit_per_minute"], value != .null {
+                if case .int(let n) = value, (1...Int64(AppConfiguration.maxRateLimitPerMinute)).contains(n) { rate = Int(n) } else {
+                    ar.report(ContractIssue(.invalidValue, field: "\(path).rate_limit_per_minute",
+                                            "must be a whole number of sends per minute from 1 to \(AppConfiguration.maxRateLimitPerMinute)"))
+                }
+            }
             if let appID, !seen.insert(appID).inserted {
                 ar.report(ContractIssue(.invalidValue, field: "\(path).app_id", "app_id \"\(appID)\" appears twice"))
             }
             r.report(contentsOf: ar.issues)
             if let appID, let projectID, let credentials {
                 apps.append(AppConfiguration(appID: appID, projectID: projectID, credentialsFile: credentials,
-                                             defaultMessageType: type, defaultPayload: payload, extraOptions: extra))
+                                             defaultMessageType: type, defaultPayload: payload, extraOptions: extra,
+                                             rateLimitPerMinute: rate))
             }
         }
         guard r.issues.isEmpty else { throw ContractError(document: "App ID configuration", issues: r.issues) }

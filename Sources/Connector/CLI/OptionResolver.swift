@@ -1,0 +1,123 @@
+import Foundation
+import PushCore
+
+/// Completes a parsed command line from the other sources, in precedence order: the
+/// environment (`PUSH_CONNECTOR_<NAME>`), then the settings file (`--settings FILE` or
+/// `PUSH_CONNECTOR_SETTINGS`), then the declared default. Every value is checked against its
+/// option's declaration; a bad one is refused naming where it came from (the variable, or the
+/// file and key), never echoing a secret.
+struct OptionResolver {
+    let spec: CommandSpec
+    let environment: [String: String]
+    let knownKeys: Set<String>
+
+    static let settingsVariable = "PUSH_CONNECTOR_SETTINGS"
+
+    func complete(_ parsed: inout ParsedArguments) throws(UsageError) {
+        let command = spec.name
+        let settingsPath = parsed.value("--settings") ?? environment[Self.settingsVariable].flatMap { $0.isEmpty ? nil : $0 }
+        if parsed.value("--settings") == nil, settingsPath != nil { parsed.sources["--settings"] = .environment }
+        parsed.settingsFile = settingsPath
+        let file = try settingsPath.map { path throws(UsageError) in try SettingsFile.load(path, command: command) } ?? [:]
+        if let settingsPath {
+            let mine = Set(spec.options.filter(\.isSetting).map(\.key))
+            for key in file.keys.sorted() where !mine.contains(key) {
+                if knownKeys.contains(key) { continue }  // another command's setting: this one ignores it
+                let hint = spec.options.contains { $0.key == key } ? "is command line only" : "is not a push-connector setting"
+                throw UsageError("\(command): \(settingsPath): \(key): \(hint)")
+            }
+        }
+        for option in spec.options where option.isSetting && parsed.sources[option.name] == nil {
+            if let text = environment[option.environmentVariable] {
+                try apply(option, strings: try fromEnvironment(option, text), source: .environment,
+                          place: "\(option.environmentVariable) (environment)", to: &parsed)
+            } else if let value = file[option.key], let settingsPath {
+                try apply(option, strings: try fromFile(option, value, place: "\(settingsPath): \(option.key)"),
+                          source: .settingsFile, place: "\(settingsPath): \(option.key)", to: &parsed)
+            }
+        }
+        for option in spec.options where parsed.sources[option.name] == nil {
+            if let value = option.defaultValue {
+                parsed.values[option.name] = [value]
+                parsed.sources[option.name] = .defaultValue
+            }
+        }
+    }
+
+    /// The values of `option` from a variable: a flag's yes/no, a list split on commas.
+    private func fromEnvironment(_ option: OptionSpec, _ text: String) throws(UsageError) -> [String]? {
+        switch option.arity {
+        case .flag:
+            switch text.lowercased() {
+            case "1", "true", "yes", "on": return []
+            case "0", "false", "no", "off", "": return nil
+            default:
+                throw UsageError("\(spec.name): \(option.environmentVariable) (environment) must be 1, true, yes, on, 0, false, no or off, "
+                    + "got \"\(text)\"")
+            }
+        case .single: return [text]
+        case .repeatable: return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+    }
+
+    /// The values of `option` from a JSON member: a boolean for a flag, a string or number for
+    /// a value, an array of those for a repeatable option.
+    private func fromFile(_ option: OptionSpec, _ value: JSONValue, place: String) throws(UsageError) -> [String]? {
+        func scalar(_ v: JSONValue) -> String? {
+            switch v {
+            case .string(let s): return s
+            case .int(let i): return String(i)
+            case .double(let d): return String(d)
+            default: return nil
+            }
+        }
+        switch (option.arity, value) {
+        case (.flag, .bool(let on)): return on ? [] : nil
+        case (.flag, _): throw UsageError("\(spec.name): \(place) must be true or false")
+        case (.single, _):
+            guard let s = scalar(value) else { throw UsageError("\(spec.name): \(place) must be a string or a number") }
+            return [s]
+        case (.repeatable, .array(let items)):
+            let strings = items.compactMap(scalar)
+            guard strings.count == items.count else { throw UsageError("\(spec.name): \(place) must be an array of strings") }
+            return strings
+        case (.repeatable, _):
+            guard let s = scalar(value) else { throw UsageError("\(spec.name): \(place) must be an array of strings") }
+            return [s]
+        }
+    }
+
+    private func apply(_ option: OptionSpec, strings: [String]?, source: OptionSource, place: String,
+                       to parsed: inout ParsedArguments) throws(UsageError) {
+        guard let strings else { return }
+        if option.arity == .flag {
+            parsed.flags.insert(option.name)
+        } else {
+            for value in strings {
+                if let problem = option.kind.problem(value) {
+                    throw UsageError("\(spec.name): \(place) \(problem)" + (option.isSecret ? "" : ", got \"\(value)\""))
+                }
+            }
+            parsed.values[option.name] = strings
+        }
+        parsed.sources[option.name] = source
+    }
+}
+
+/// The `--settings` file: one JSON object, keyed by option name without the dashes.
+enum SettingsFile {
+    static func load(_ path: String, command: String) throws(UsageError) -> [String: JSONValue] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
+            throw UsageError("\(command): \(path): settings file \(reason)")
+        }
+        let json: JSONValue
+        do { json = try JSONValue.parse(Array(data)) } catch {
+            throw UsageError("\(command): \(path): settings file is not JSON: \(error)")
+        }
+        guard case .object(let members) = json else {
+            throw UsageError("\(command): \(path): settings file must be a JSON object keyed by option name (\"amqp_url\": …)")
+        }
+        return members
+    }
+}

@@ -1,0 +1,68 @@
+import AMQP
+import FCM
+import Foundation
+import PushCore
+
+/// Everything `worker` runs with, resolved from its options, the environment, the settings
+/// file and the App ID file, without connecting anywhere: what `--check` validates and prints.
+struct WorkerPlan {
+    var settings: AMQPSettings
+    var topology: Topology
+    var fcm: FCMClient.Configuration
+    var policy: RetryPolicy
+    var worker: SendWorker.Configuration
+    var maxJobBytes: Int
+    var logLevel: Logger.Level
+    /// `--log-format`: `text` or `json` (the logger's line format).
+    var logFormat: String
+    /// `--http HOST:PORT`: where /healthz, /readyz and /metrics are served; nil: not served.
+    var http: HostPort?
+    var configPath: String
+    var registry: AppRegistry
+    /// How often the App ID file is polled for changes; nil: only SIGHUP reloads it.
+    var configPoll: Duration?
+    var declareTopology: Bool
+
+    init(_ a: ParsedArguments, _ context: CommandContext) throws {
+        settings = try CommonOptions.brokerSettings(a, context, command: "worker")
+        topology = try CommonOptions.topology(a, command: "worker")
+        fcm = try CommonOptions.fcmConfiguration(a, context, command: "worker")
+        policy = RetryPolicy()
+        policy.maxAttempts = a.int("--max-attempts") ?? policy.maxAttempts
+        policy.baseDelay = .seconds(a.int("--retry-base-delay") ?? 5)
+        policy.maxAge = .seconds(a.int("--max-age") ?? 86_400)
+        policy.maxDelay = .seconds(topology.retryTiers.last?.delaySeconds ?? 3600)
+        worker = SendWorker.Configuration(settings: settings, topology: topology)
+        worker.prefetch = UInt16(a.int("--prefetch") ?? Int(worker.prefetch))
+        worker.lanes = a.int("--lanes") ?? worker.lanes
+        worker.shutdownDeadline = .seconds(a.int("--shutdown-deadline") ?? 30)
+        maxJobBytes = a.int("--max-job-bytes") ?? JobProcessor.defaultMaxJobBytes
+        logLevel = CommonOptions.logLevel(a)
+        logFormat = a.value("--log-format") ?? "text"
+        http = a.value("--http").flatMap(HostPort.init)
+        configPath = try a.required("--config", in: "worker")
+        registry = try AppConfigurationFile.load(configPath)
+        let poll = a.int("--config-poll") ?? 0
+        configPoll = poll > 0 ? .seconds(poll) : nil
+        declareTopology = !a.has("--no-declare")
+    }
+
+    /// What `--check` prints: the options and their sources, the App IDs, what would run.
+    func summary(_ a: ParsedArguments) -> String {
+        var lines = ["worker: configuration OK (checked without connecting to anything)", "options:"]
+        lines += CheckReport.optionLines(a)
+        lines.append("App IDs (\(registry.apps.count)) from \(configPath):")
+        for id in registry.appIDs {
+            let app = registry[id]!
+            let rate = app.rateLimitPerMinute.map { "\($0)/min in this process" } ?? "FCM default quota"
+            lines.append("  \(id): project \(app.projectID), credentials \(app.credentialsFile) (key loads), rate \(rate)")
+        }
+        lines.append("would: \(declareTopology ? "declare" : "verify") the topology (prefix \(topology.prefix), retry tiers "
+            + topology.retryTiers.map { "\($0.delaySeconds)s" }.joined(separator: ",") + ") on \(settings.redactedURL),")
+        lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(worker.prefetch), send to \(fcm.baseURL),")
+        lines.append("  serve /healthz /readyz /metrics " + (http.map { "on \($0.host):\($0.port)" } ?? "nowhere (no --http)")
+            + ", log \(logFormat) at \(logLevel), reload on SIGHUP"
+            + (configPoll.map { " and on a file change (polled every \($0.components.seconds)s)" } ?? ""))
+        return lines.joined(separator: "\n")
+    }
+}

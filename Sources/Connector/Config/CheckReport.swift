@@ -1,0 +1,48 @@
+import Foundation
+
+/// What `--check` prints: every option with its value and where it came from (secrets
+/// redacted), and the checks files get beyond existing (CA bundles hold certificates).
+enum CheckReport {
+    /// One line per option that has a value: `  --prefetch            100   (default)`.
+    static func optionLines(_ a: ParsedArguments) -> [String] {
+        var lines: [String] = []
+        if let file = a.settingsFile { lines.append("  settings file: \(file)") }
+        for option in a.spec.options where option.name != "--settings" && option.name != "--check" {
+            guard let source = a.sources[option.name] else { continue }
+            let shown: String
+            if option.arity == .flag {
+                guard a.has(option.name) else { continue }
+                shown = "on"
+            } else {
+                shown = a.all(option.name).map { option.isSecret ? redact($0) : $0 }.joined(separator: ",")
+            }
+            lines.append("  " + option.name.padding(to: 26) + shown.padding(to: 34) + "(\(source.rawValue))")
+        }
+        return lines
+    }
+
+    /// A URL with its password replaced by `***` (`amqp://user:***@host/`); other text unchanged.
+    static func redact(_ value: String) -> String {
+        guard let scheme = value.range(of: "://") else { return value }
+        let rest = value[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { return value }
+        return String(value[..<rest.index(after: colon)]) + "***" + String(value[at...])
+    }
+
+    /// Nil when `path` (if given) is a PEM bundle with at least one certificate, else why not.
+    static func caFileProblem(_ path: String?, option: String, command: String) -> String? {
+        guard let path else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else { return "\(command): \(option) \(path): cannot be read" }
+        return String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
+            ? nil : "\(command): \(option) \(path): no PEM certificate in it"
+    }
+
+    /// Nil when `path`'s directory exists and this user can create files in it.
+    static func writableDirectoryProblem(forFile path: String, option: String, command: String) -> String? {
+        let directory = (path as NSString).deletingLastPathComponent
+        let dir = directory.isEmpty ? "." : directory
+        return FileManager.default.isWritableFile(atPath: dir)
+            ? nil : "\(command): \(option) \(path): directory \(dir) does not exist or is not writable"
+    }
+}
