@@ -60,7 +60,8 @@ func builtProduct(_ name: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
         process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
-                             "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--no-declare", "--log-level", "info"]
+                             "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--no-declare", "--log-level", "info",
+                             "--config-poll", "0"]  // SIGHUP alone: no polling
         process.environment = ["PATH": "/usr/bin:/bin"]
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         try process.run()

@@ -117,3 +117,30 @@ final class ManualClock: Sendable {
 private final class Counters: Sendable {
     let state = Mutex((running: 0, peak: 0, done: 0))
 }
+
+/// `rate_limit_per_minute` of an App ID becomes its project's rate in this process.
+@Suite(.timeLimit(.minutes(1))) struct ProjectLimitTests {
+    @Test func aProjectLimitReplacesTheDefaultRateOfThatProjectOnly() {
+        let clock = ManualClock()
+        var configuration = ProjectRateLimiter.Configuration()
+        configuration.perMinute = 600_000
+        let limiter = ProjectRateLimiter(configuration: configuration, now: { clock.now() })
+        limiter.setLimits(["slow": 60])  // one per second, a burst of one
+        #expect(limiter.reserve(project: "slow") == .granted)
+        #expect(limiter.reserve(project: "slow") == .grantedAfter(.seconds(1)))
+        // Another project keeps the default: a second's worth (10 000) at once.
+        for _ in 0..<100 { #expect(limiter.reserve(project: "fast") == .granted) }
+        // Lifting the limit gives the project a fresh bucket at the default rate.
+        limiter.setLimits([:])
+        for _ in 0..<100 { #expect(limiter.reserve(project: "slow") == .granted) }
+    }
+
+    @Test func aNewLimitKeepsAPauseTheProjectIsUnder() {
+        let clock = ManualClock()
+        let limiter = ProjectRateLimiter(configuration: .init(), now: { clock.now() })
+        _ = limiter.reserve(project: "p")
+        limiter.recordQuotaExceeded(project: "p", retryAfter: .seconds(120))
+        limiter.setLimits(["p": 6_000])
+        #expect(limiter.pauseRemaining(project: "p") == .seconds(120))
+    }
+}

@@ -34,14 +34,15 @@ public enum TopologyDefinitions {
 /// `push-connector topology definitions`: prints the RabbitMQ definitions document.
 public struct TopologyDefinitionsCommand: Command {
     public static let spec = CommandSpec(
-        name: "topology definitions", valueOptions: ["--prefix", "--retry-tiers", "--vhost"],
-        usage: """
-        usage: push-connector topology definitions [--prefix NAME] [--retry-tiers LIST] [--vhost VHOST]
-
+        name: "topology definitions", synopsis: "[--prefix NAME] [--retry-tiers LIST] [--vhost VHOST]",
+        about: """
         Prints the topology as a RabbitMQ definitions JSON document, for `rabbitmqctl
         import_definitions` or the management plugin (deploy/rabbitmq-definitions.json is this
         output with the defaults).
-        """)
+        """,
+        options: CommonOptions.brokerOptions.filter { $0.name == "--prefix" || $0.name == "--retry-tiers" } + [
+            .value("--vhost", "VHOST", "the vhost the definitions name", default: "/", .nonEmpty),
+        ])
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

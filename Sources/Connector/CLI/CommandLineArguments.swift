@@ -31,9 +31,14 @@ public struct CommandSpec: Sendable {
     public init(name: String, valueOptions: Set<String> = [], repeatableOptions: Set<String> = [], flags: Set<String> = [],
                 positionals: ClosedRange<Int> = 0...0, usage: String) {
         self.name = name
-        var options = valueOptions.subtracting(repeatableOptions).sorted().map { OptionSpec(name: $0, arity: .single) }
-        options += repeatableOptions.sorted().map { OptionSpec(name: $0, arity: .repeatable) }
-        options += flags.sorted().map { OptionSpec(name: $0, arity: .flag) }
+        // A shared option keeps its full declaration (checks, default, secrecy).
+        let shared = CommonOptions.brokerOptions + CommonOptions.fcmOptions + DlqOptions.filterOptions
+        func declared(_ name: String, _ arity: OptionSpec.Arity) -> OptionSpec {
+            shared.first { $0.name == name && $0.arity == arity } ?? OptionSpec(name: name, arity: arity)
+        }
+        var options = valueOptions.subtracting(repeatableOptions).sorted().map { declared($0, .single) }
+        options += repeatableOptions.sorted().map { declared($0, .repeatable) }
+        options += flags.sorted().map { declared($0, .flag) }
         self.options = options + [Self.settingsOption]
         self.positionals = positionals
         self.usage = usage + "\n\n" + Self.settingsOption.helpLine + "\n\n" + Self.sourcesNote
@@ -160,4 +165,10 @@ public struct ParsedArguments: Sendable {
     /// The value of an option declared with an `.integer` kind: already checked, so only the
     /// absence of a value (an option without a default) gives nil.
     public func int(_ name: String) -> Int? { value(name).flatMap { Int($0) } }
+
+    /// The value of an `.integer` option declared with a default: always present.
+    public func integer(_ name: String) -> Int {
+        guard let v = int(name) else { preconditionFailure("\(spec.name): \(name) is not an integer option with a default") }
+        return v
+    }
 }

@@ -3,14 +3,13 @@ import PushCore
 /// `push-connector compose`: prints the FCM request bodies the worker would send for a job.
 public struct ComposeCommand: Command {
     public static let spec = CommandSpec(
-        name: "compose", valueOptions: ["--config"], positionals: 1...1,
-        usage: """
-        usage: push-connector compose --config APPS.json JOB.json|-
-
+        name: "compose", synopsis: "--config APPS.json JOB.json|-",
+        about: """
         Prints the FCM HTTP v1 request body the worker would send for each recipient of the job
         (or its topic / condition), as pretty JSON, one per target. Validation errors are printed
         with the field named and the exit code is 2.
-        """)
+        """,
+        options: [.value("--config", "FILE", "App ID file", .nonEmpty)], positionals: 1...1)
 
     let configPath: String
     let jobPath: String

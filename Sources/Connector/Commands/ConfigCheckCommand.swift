@@ -4,15 +4,16 @@ import PushCore
 /// `push-connector config check`: validates an App ID file and every credentials file it names.
 public struct ConfigCheckCommand: Command {
     public static let spec = CommandSpec(
-        name: "config check", flags: CommonOptions.fcmFlags, positionals: 1...1,
-        usage: """
-        usage: push-connector config check [--allow-insecure-http] APPS.json
-
+        name: "config check", synopsis: "[--allow-insecure-http] APPS.json",
+        about: """
         Validates the App ID configuration: required fields, message types, default payload keys,
-        extra options as FCM would read them (unknown names, ttl, priority, labels, links), and
-        that each credentials file is a readable, well-formed service account whose key loads.
+        extra options as FCM would read them (unknown names, ttl, priority, labels, links),
+        rate_limit_per_minute, and that each credentials file (relative paths: from the App ID
+        file's directory) is a readable, well-formed service account whose key loads.
         Prints one line per problem (file, field, rule) and exits 2, or a summary and exits 0.
-        """)
+        (`worker --check` checks this and every other option too.)
+        """,
+        options: CommonOptions.fcmOptions.filter { $0.arity == .flag }, positionals: 1...1)
 
     let path: String
     let allowInsecureHTTP: Bool

@@ -6,22 +6,17 @@ import PushCore
 /// without removing them.
 public struct DlqExportCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq export", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit"]),
-        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json"], positionals: 1...1,
-        usage: """
-        usage: push-connector dlq export FILE|- [filters] [--limit N] [options]
-
+        name: "dlq export", synopsis: "FILE|- [filters] [--limit N] [options]",
+        about: """
         Writes the matching messages of <prefix>.jobs.dlq to FILE (- for standard output) as JSON Lines,
         in queue order, one message per line: the body (its UTF-8 text when it is valid UTF-8 and JSON,
         else base64, named by "body_encoding"), every property, and every header with its AMQP type.
         Nothing is removed from the queue (purge afterwards with the same filters if you want that).
         FILE must not exist yet. `dlq import FILE` puts the messages back. See docs/operations.md.
-
-          --limit N             export at most N messages
-          --json                print the summary as one JSON object, no progress
-        \(DlqOptions.filterUsage)
-        \(CommonOptions.brokerUsage)
-        """)
+        """,
+        options: [DlqOptions.limit("export at most N messages"), .flag("--json", "print the summary as one JSON object, no progress", setting: false)] + DlqOptions.filterOptions
+            + CommonOptions.brokerOptions,
+        positionals: 1...1)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

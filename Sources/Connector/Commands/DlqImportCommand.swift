@@ -6,18 +6,18 @@ import PushCore
 /// DLQ, in file order, each with a confirm.
 public struct DlqImportCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq import", valueOptions: CommonOptions.broker.union(["--skip"]), flags: ["--json"], positionals: 1...1,
-        usage: """
-        usage: push-connector dlq import FILE|- [--skip N] [options]
-
+        name: "dlq import", synopsis: "FILE|- [--skip N] [options]",
+        about: """
         Publishes every message of a `dlq export` file (- for standard input) into <prefix>.jobs.dlq, in
         file order, one at a time with a publisher confirm, bodies, properties and headers exactly as
         exported. The whole file is checked first: nothing is published if a line is not valid.
-
-          --skip N              leave out the first N messages (to resume an import that stopped)
-          --json                print the summary as one JSON object, no progress
-        \(CommonOptions.brokerUsage)
-        """)
+        """,
+        options: [
+            .value("--skip", "N", "leave out the first N messages (to resume an import that stopped)", default: "0",
+                   .integer(0...Int.max), setting: false),
+            .flag("--json", "print the summary as one JSON object, no progress", setting: false),
+        ] + CommonOptions.brokerOptions,
+        positionals: 1...1)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -26,7 +26,7 @@ public struct DlqImportCommand: Command {
         let command = Self.spec.name
         let settings = try DlqOptions.settings(arguments, context, command: command)
         let topology = try CommonOptions.topology(arguments, command: command)
-        let skip = try arguments.integer("--skip", in: command, default: 0, range: 0...Int.max)
+        let skip = arguments.integer("--skip")
         let json = arguments.has("--json")
         let path = arguments.positionals[0]
         // Read twice, one line at a time (bounded memory): check every line, then publish.

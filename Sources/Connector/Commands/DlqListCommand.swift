@@ -4,21 +4,17 @@ import PushCore
 /// `push-connector dlq list`: one line per dead-lettered job, without removing anything.
 public struct DlqListCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq list", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit"]),
-        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json"],
-        usage: """
-        usage: push-connector dlq list [--limit N] [filters] [--json] [options]
-
+        name: "dlq list", synopsis: "[--limit N] [filters] [--json] [options]",
+        about: """
         Lists the dead-lettered jobs of <prefix>.jobs.dlq in queue order, one line each: job id, App ID,
         code, attempts, replays, first and last failure, recipients. Nothing is removed and the order
         of the queue is kept (the whole queue is read even with --limit: RabbitMQ puts requeued
         messages at the back of a quorum queue, so every message must go round once).
-
-          --limit N             show at most N jobs (default: all)
-          --json                one JSON object per line (JSON Lines), no header or summary
-        \(DlqOptions.filterUsage)
-        \(CommonOptions.brokerUsage)
-        """)
+        """,
+        options: [
+            DlqOptions.limit("show at most N jobs (default: all)"),
+            .flag("--json", "one JSON object per line (JSON Lines), no header or summary", setting: false),
+        ] + DlqOptions.filterOptions + CommonOptions.brokerOptions)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

@@ -5,21 +5,17 @@ import PushCore
 /// `push-connector dlq purge --yes`: deletes dead-lettered jobs for good (all, or the matching ones).
 public struct DlqPurgeCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq purge", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit"]),
-        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--yes", "--json"],
-        usage: """
-        usage: push-connector dlq purge --yes [filters] [--limit N] [options]
-
+        name: "dlq purge", synopsis: "--yes [filters] [--limit N] [options]",
+        about: """
         Deletes messages from <prefix>.jobs.dlq for good: every message (queue.purge) without filters,
         else only the matching ones (the others stay, in order). Refuses to run without --yes.
         Export first (`dlq export`) if you may want them back.
-
-          --yes                 really delete
-          --limit N             delete at most N matching messages
-          --json                print the summary as one JSON object, no progress
-        \(DlqOptions.filterUsage)
-        \(CommonOptions.brokerUsage)
-        """)
+        """,
+        options: [
+            .flag("--yes", "really delete", setting: false),
+            DlqOptions.limit("delete at most N matching messages"),
+            .flag("--json", "print the summary as one JSON object, no progress", setting: false),
+        ] + DlqOptions.filterOptions + CommonOptions.brokerOptions)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

@@ -6,12 +6,8 @@ import PushCore
 /// with publish-confirm then ack, so that a replay killed at any instant loses nothing.
 public struct DlqReplayCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq replay",
-        valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters).union(["--limit", "--rate", "--to", "--max-replays"]),
-        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json", "--dry-run", "--force"],
-        usage: """
-        usage: push-connector dlq replay [filters] [--limit N] [--rate N/s] [--dry-run] [--to EXCHANGE/KEY] [options]
-
+        name: "dlq replay", synopsis: "[filters] [--limit N] [--rate N/s] [--dry-run] [--to EXCHANGE/KEY] [options]",
+        about: """
         Moves the matching jobs of <prefix>.jobs.dlq back to the job exchange <prefix>.jobs (routing key
         job), one at a time: publish, wait for the broker's confirm, then remove from the DLQ. Killed at
         any instant it loses nothing; at most the one job in flight is then in both queues. Run it
@@ -21,20 +17,19 @@ public struct DlqReplayCommand: Command {
         and the other push-* failure headers are removed (the attempt count and the retry age limit
         restart), and so are RabbitMQ's x-* headers. A job already replayed --max-replays times is
         refused (it stays in the DLQ and is reported) unless --force.
-
-          --limit N             replay at most N jobs
-          --rate N              at most N jobs per second (e.g. 50 or 50/s; default: as fast as confirms come)
-          --dry-run             report what would be replayed; change nothing
-          --to EXCHANGE/KEY     publish there instead (text before the first / is the exchange; an empty
-                                exchange, "/queue", is the default exchange); it must route to a queue
-          --max-replays N       refuse jobs already replayed N times (default 5)
-          --force               replay even those
-          --json                print the summary as one JSON object, no progress
-        \(DlqOptions.filterUsage)
-        \(CommonOptions.brokerUsage)
-
-        Exit status: 0 when every matching job was replayed, 1 when some were refused or failed.
-        """)
+        """,
+        options: [
+            DlqOptions.limit("replay at most N jobs"),
+            .value("--rate", "N", "at most N jobs per second (e.g. 50 or 50/s; default: as fast as confirms come)",
+                   ValueKind { DlqOptions.rate($0) == nil ? "must be messages per second from 0.1 to 100000 (e.g. 50 or 50/s)" : nil }),
+            .flag("--dry-run", "report what would be replayed; change nothing", setting: false),
+            .value("--to", "EXCHANGE/KEY", "publish there instead (text before the first / is the exchange; an empty\n"
+                + "exchange, \"/queue\", is the default exchange); it must route to a queue", setting: false),
+            .value("--max-replays", "N", "refuse jobs already replayed N times", default: "5", .integer(0...1_000_000)),
+            .flag("--force", "replay even those", setting: false),
+            .flag("--json", "print the summary as one JSON object, no progress", setting: false),
+        ] + DlqOptions.filterOptions + CommonOptions.brokerOptions,
+        footer: "Exit status: 0 when every matching job was replayed, 1 when some were refused or failed.")
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -43,7 +38,7 @@ public struct DlqReplayCommand: Command {
         let command = Self.spec.name
         let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
         let rate = try DlqOptions.rate(arguments, command: command)
-        let policy = ReplayPolicy(maxReplays: try arguments.integer("--max-replays", in: command, default: 5, range: 0...1_000_000),
+        let policy = ReplayPolicy(maxReplays: arguments.integer("--max-replays"),
                                   force: arguments.has("--force"))
         var exchange = topology.jobsExchange, routingKey = topology.jobsRoutingKey
         if let to = arguments.value("--to") {

@@ -4,19 +4,14 @@ import PushCore
 /// `push-connector dlq stats`: counts of the DLQ by code, App ID and age; oldest and newest.
 public struct DlqStatsCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq stats", valueOptions: CommonOptions.broker.union(DlqOptions.valueFilters),
-        repeatableOptions: DlqOptions.repeatableFilters, flags: ["--json"],
-        usage: """
-        usage: push-connector dlq stats [filters] [--json] [options]
-
+        name: "dlq stats", synopsis: "[filters] [--json] [options]",
+        about: """
         Counts the dead-lettered jobs of <prefix>.jobs.dlq by push-error-code, by App ID and by age of
         the last failure (<1h, 1h-24h, 1d-7d, >7d), with the oldest and newest failure. Reads the whole
         queue without removing anything; the order of the queue is kept.
-
-          --json                one JSON object instead of text
-        \(DlqOptions.filterUsage)
-        \(CommonOptions.brokerUsage)
-        """)
+        """,
+        options: [.flag("--json", "one JSON object instead of text", setting: false)] + DlqOptions.filterOptions
+            + CommonOptions.brokerOptions)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

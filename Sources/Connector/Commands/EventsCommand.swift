@@ -15,9 +15,9 @@ public struct EventsCommand: Command {
         options: CommonOptions.brokerOptions + [
             .value("--http", "HOST:PORT", "where to listen (IPv4), e.g. 0.0.0.0:8080", .hostPort),
             .value("--db", "FILE", "SQLite database to store sends and events in", .nonEmpty),
-            .value("--config", "FILE", "App ID file: events naming another app_id are refused (400 UNKNOWN_APP)", .readableFile),
+            .value("--config", "FILE", "App ID file: events naming another app_id are refused (400 UNKNOWN_APP)", .nonEmpty),
             .value("--event-keys", "FILE", "{\"keys\": {\"<app_id>\": \"<key of 16+ bytes>\"}}: events must name an app_id\n"
-                + "and carry its key in the X-Push-Event-Key header (else 401)", .readableFile),
+                + "and carry its key in the X-Push-Event-Key header (else 401)", .nonEmpty),
             .flag("--no-consume", "only the endpoint (several replicas may run behind a load balancer)"),
             .flag("--no-http", "only the consumer"),
             .value("--http-threads", "N", "server threads", default: "2", .integer(1...64)),
@@ -57,19 +57,19 @@ public struct EventsCommand: Command {
         if !a.has("--no-http"), let address = HostPort(try a.required("--http", in: "events")) {
             var http = MicroHTTPServer.Configuration()
             (http.host, http.port) = (address.host, address.port)
-            http.threads = a.int("--http-threads") ?? http.threads
+            http.threads = a.integer("--http-threads")
             http.connectionLimit = a.int("--max-connections") ?? http.connectionLimit
-            http.perIPConnectionLimit = a.int("--max-connections-per-ip") ?? 64
-            http.requestDeadline = .seconds(a.int("--request-deadline-s") ?? 30)
+            http.perIPConnectionLimit = a.integer("--max-connections-per-ip")
+            http.requestDeadline = .seconds(a.integer("--request-deadline-s"))
             configuration.http = http
         }
         if !a.has("--no-consume") { configuration.databasePath = try a.required("--db", in: "events") }
         if let path = a.value("--config") { configuration.knownApps = Set(try AppConfigurationFile.load(path).appIDs) }
         if let path = a.value("--event-keys") { configuration.keys = try EventKeys.load(path) }
-        configuration.publisherConnections = a.int("--publishers") ?? configuration.publisherConnections
-        configuration.batchSize = a.int("--batch-size") ?? configuration.batchSize
-        configuration.batchDelay = .milliseconds(a.int("--batch-delay-ms") ?? 50)
-        configuration.prefetch = UInt16(a.int("--prefetch") ?? Int(configuration.prefetch))
+        configuration.publisherConnections = a.integer("--publishers")
+        configuration.batchSize = a.integer("--batch-size")
+        configuration.batchDelay = .milliseconds(a.integer("--batch-delay-ms"))
+        configuration.prefetch = UInt16(a.integer("--prefetch"))
         return configuration
     }
 

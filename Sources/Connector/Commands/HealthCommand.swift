@@ -19,7 +19,7 @@ public struct HealthCommand: Command {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw UsageError("health: URL must start with http:// or https://, got \"\(url)\"")
         }
-        timeout = arguments.int("--timeout") ?? 5
+        timeout = arguments.integer("--timeout")
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {

@@ -5,22 +5,25 @@ import PushCore
 /// outcome — what an operator uses to test an App ID's credentials and options.
 public struct PushCommand: Command {
     public static let spec = CommandSpec(
-        name: "push", valueOptions: CommonOptions.fcm.union(["--config", "--app-id", "--token", "--topic", "--title", "--body", "--image"]),
-        repeatableOptions: ["--data"], flags: CommonOptions.fcmFlags.union(["--data-only", "--validate-only", "--json"]),
-        usage: """
-        usage: push-connector push --config APPS.json --app-id ID (--token T | --topic NAME) [options]
-
+        name: "push", synopsis: "--config APPS.json --app-id ID (--token T | --topic NAME) [options]",
+        about: """
         Composes one message exactly as the worker would (App ID defaults, extra options, a fresh
         mn_message_id) and sends it through FCM HTTP v1, then prints the outcome. Exit code 0 when
         FCM accepted it, 1 otherwise, 2 for bad input.
-
-          --title TEXT --body TEXT --image URL   the notification (Notification + Data)
-          --data KEY=VALUE      custom data (repeatable)
-          --data-only           a Data-only message (no notification fields)
-          --validate-only       ask FCM to validate without delivering
-          --json                print the result as contract JSON
-        \(CommonOptions.fcmUsage)
-        """)
+        """,
+        options: [
+            .value("--config", "FILE", "App ID file", .nonEmpty),
+            .value("--app-id", "ID", "the App ID to send as", setting: false),
+            .value("--token", "T", "the registration token to send to", setting: false),
+            .value("--topic", "NAME", "or the topic", setting: false),
+            .value("--title", "TEXT", "notification title", setting: false),
+            .value("--body", "TEXT", "notification body", setting: false),
+            .value("--image", "URL", "notification image", setting: false),
+            .repeatable("--data", "KEY=VALUE", "custom data (repeatable)", setting: false),
+            .flag("--data-only", "a Data-only message (no notification fields)", setting: false),
+            .flag("--validate-only", "ask FCM to validate without delivering", setting: false),
+            .flag("--json", "print the result as contract JSON", setting: false),
+        ] + CommonOptions.fcmOptions)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) {

@@ -6,16 +6,17 @@ import PushCore
 /// line — for demos, smoke tests and debugging (production consumers bind their own queues).
 public struct ResultsCommand: Command {
     public static let spec = CommandSpec(
-        name: "results", valueOptions: CommonOptions.broker.union(["--count", "--timeout"]), flags: ["--keep"],
-        usage: """
-        usage: push-connector results [--count N] [--timeout SECONDS] [--keep] [options]
-
-        Takes up to N results (default 10) from <prefix>.results, waiting up to --timeout seconds
-        (default 10) for them, and prints each as one JSON line. --keep leaves them on the queue.
-        Exit code 1 when fewer than N arrived in time.
-
-        \(CommonOptions.brokerUsage)
-        """)
+        name: "results", synopsis: "[--count N] [--timeout SECONDS] [--keep] [options]",
+        about: """
+        Takes up to N results from <prefix>.results, waiting up to --timeout seconds for them, and
+        prints each as one JSON line. --keep leaves them on the queue. Exit code 1 when fewer than N
+        arrived in time.
+        """,
+        options: [
+            .value("--count", "N", "results to take", default: "10", .integer(1...1_000_000), setting: false),
+            .value("--timeout", "SECONDS", "how long to wait for them", default: "10", .integer(0...86_400), setting: false),
+            .flag("--keep", "leave them on the queue", setting: false),
+        ] + CommonOptions.brokerOptions)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -23,8 +24,8 @@ public struct ResultsCommand: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "results")
         let topology = try CommonOptions.topology(arguments, command: "results")
-        let count = try arguments.integer("--count", in: "results", default: 10, range: 1...1_000_000)
-        let timeout = try arguments.integer("--timeout", in: "results", default: 10, range: 0...86_400)
+        let count = arguments.integer("--count")
+        let timeout = arguments.integer("--timeout")
         let client: AMQPChannelClient
         do { client = try AMQPChannelClient(settings: settings) } catch {
             throw CommandFailure("cannot connect to \(settings.redactedURL): \(error)")

@@ -5,19 +5,18 @@ import PushCore
 /// `push-connector send`: publishes send jobs to the job exchange with publisher confirms.
 public struct SendCommand: Command {
     public static let spec = CommandSpec(
-        name: "send", valueOptions: CommonOptions.broker.union(["--config"]), flags: ["--no-validate"], positionals: 1...64,
-        usage: """
-        usage: push-connector send [--config APPS.json] [options] JOB.json|JOBS.jsonl|- ...
-
+        name: "send", synopsis: "[--config APPS.json] [options] JOB.json|JOBS.jsonl|- ...",
+        about: """
         Publishes jobs to <prefix>.jobs with publisher confirms: a file holds one JSON job, or one job
         per line (JSON Lines); - reads standard input. Each job is checked against the send-job
         contract first (and, with --config, its App ID and composition); nothing is published if any
         job is invalid, unless --no-validate. Prints how many jobs were published and confirmed.
-
-        \(CommonOptions.brokerUsage)
-          --config FILE         also check each job's App ID and composition against this App ID file
-          --no-validate         publish the bodies as they are (for tests and chaos runs)
-        """)
+        """,
+        options: CommonOptions.brokerOptions + [
+            .value("--config", "FILE", "also check each job's App ID and composition against this App ID file", .nonEmpty),
+            .flag("--no-validate", "publish the bodies as they are (for tests and chaos runs)", setting: false),
+        ],
+        positionals: 1...64)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

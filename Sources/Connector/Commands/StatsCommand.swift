@@ -4,21 +4,20 @@ import PushCore
 /// `push-connector stats`: the funnel of a job, a campaign, an App ID, or everything.
 public struct StatsCommand: Command {
     public static let spec = CommandSpec(
-        name: "stats", valueOptions: ["--db", "--job-id", "--campaign", "--app-id"], flags: ["--json"],
-        usage: """
-        usage: push-connector stats --db FILE [--job-id J | --campaign C | --app-id A] [--json]
-
+        name: "stats", synopsis: "--db FILE [--job-id J | --campaign C | --app-id A] [--json]",
+        about: """
         Prints the funnel from the events database: recipients (results stored), sent, validated,
         invalid tokens, rejected, expired, then received, opened, clicked, dismissed (distinct
         messages with at least one such event) and their rates against sent. Dead-lettered jobs
         produce no results, so the database cannot count them (shown as unknown / null).
-
-          --db FILE        the database written by `push-connector events`
-          --job-id J       only the sends of job J
-          --campaign C     only the sends of campaign C
-          --app-id A       only the sends of App ID A
-          --json           one JSON object instead of text
-        """)
+        """,
+        options: [
+            .value("--db", "FILE", "the database written by `push-connector events`", .nonEmpty),
+            .value("--job-id", "J", "only the sends of job J", setting: false),
+            .value("--campaign", "C", "only the sends of campaign C", setting: false),
+            .value("--app-id", "A", "only the sends of App ID A", setting: false),
+            .flag("--json", "one JSON object instead of text", setting: false),
+        ])
 
     let database: String
     let scope: FunnelScope

@@ -18,7 +18,7 @@ public struct WorkerCommand: Command {
         configuration keeps serving).
         """,
         options: [
-            .value("--config", "FILE", "App ID file (credentials_file paths are relative to its directory)", .readableFile),
+            .value("--config", "FILE", "App ID file (credentials_file paths are relative to its directory)", .nonEmpty),
             .value("--config-poll", "S", "look for a changed App ID or credentials file every S seconds (0: only on SIGHUP)",
                    default: "5", .integer(0...3600)),
         ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + [

@@ -62,7 +62,7 @@ public enum CommonOptions {
             guard settings.tls != nil else { throw UsageError("\(command): --amqp-ca-file needs an amqps:// URL") }
             settings.tls?.caFile = ca
         }
-        settings.heartbeatSeconds = try a.integer("--heartbeat", in: command, default: settings.heartbeatSeconds, range: 0...600)
+        settings.heartbeatSeconds = a.int("--heartbeat") ?? settings.heartbeatSeconds
         return settings
     }
 
@@ -100,7 +100,7 @@ public enum CommonOptions {
             c.baseURL = url.hasSuffix("/") ? String(url.dropLast()) : url
         }
         c.transport.caFile = a.value("--ca-file")
-        c.transport.maxInFlight = try a.integer("--max-in-flight", in: command, default: 1000, range: 1...100_000)
+        c.transport.maxInFlight = a.int("--max-in-flight") ?? c.transport.maxInFlight
         return c
     }
 

@@ -5,19 +5,28 @@ import PushCore
 /// Options and helpers the `dlq` subcommands share: the filter flags, the broker and topology,
 /// and the entry printing.
 enum DlqOptions {
-    static let repeatableFilters: Set<String> = ["--app-id", "--code", "--job-id", "--campaign"]
-    static let valueFilters: Set<String> = ["--older-than", "--newer-than"]
+    /// The filters: per-invocation, so command line only (an exported variable must not narrow
+    /// or widen what a purge deletes).
+    static let filterOptions: [OptionSpec] = [
+        .repeatable("--app-id", "ID", "the job's app_id (repeat one filter to accept any of its values;\n"
+            + "different filters must all match)", setting: false),
+        .repeatable("--code", "CODE", "push-error-code (UNKNOWN_APP, AUTH_FAILED, …, DELIVERY_LIMIT for jobs\n"
+            + "RabbitMQ dead-lettered itself)", setting: false),
+        .repeatable("--job-id", "ID", "the job's job_id", setting: false),
+        .repeatable("--campaign", "NAME", "the job's campaign", setting: false),
+        .value("--older-than", "AGE", "last failure at least AGE ago (30m, 2h, 7d, 1h30m)", age, setting: false),
+        .value("--newer-than", "AGE", "last failure less than AGE ago", age, setting: false),
+    ]
 
-    static let filterUsage = """
-      filters (repeat one to accept any of its values; different filters must all match):
-          --app-id ID           the job's app_id
-          --code CODE           push-error-code (UNKNOWN_APP, AUTH_FAILED, …, DELIVERY_LIMIT for jobs
-                                RabbitMQ dead-lettered itself)
-          --job-id ID           the job's job_id
-          --campaign NAME       the job's campaign
-          --older-than AGE      last failure at least AGE ago (30m, 2h, 7d, 1h30m)
-          --newer-than AGE      last failure less than AGE ago
-    """
+    static let age = ValueKind { DeadLetterFilter.parseDuration($0) == nil ? "must be a duration such as 30m, 2h or 7d" : nil }
+
+    /// `--limit N` with the command's own help.
+    static func limit(_ help: String) -> OptionSpec { .value("--limit", "N", help, .integer(1...Int.max), setting: false) }
+
+    /// For commands still declared in the earlier style.
+    static var repeatableFilters: Set<String> { Set(filterOptions.filter { $0.arity == .repeatable }.map(\.name)) }
+    static var valueFilters: Set<String> { Set(filterOptions.filter { $0.arity == .single }.map(\.name)) }
+    static var filterUsage: String { filterOptions.map(\.helpLine).joined(separator: "\n") }
 
     /// The filter from the command line.
     /// What every reading `dlq` command starts from: the broker, the topology (for the queue
@@ -96,10 +105,16 @@ enum DlqOptions {
     /// `--rate N`: messages per second (0.1 to 100 000), nil when absent.
     static func rate(_ a: ParsedArguments, command: String) throws(UsageError) -> Double? {
         guard let text = a.value("--rate") else { return nil }
-        let number = text.hasSuffix("/s") ? String(text.dropLast(2)) : text
-        guard let rate = Double(number), rate >= 0.1, rate <= 100_000 else {
+        guard let rate = rate(text) else {
             throw UsageError("\(command): --rate must be messages per second from 0.1 to 100000 (e.g. 50 or 50/s), got \"\(text)\"")
         }
+        return rate
+    }
+
+    /// `50` or `50/s`, from 0.1 to 100 000; nil otherwise.
+    static func rate(_ text: String) -> Double? {
+        let number = text.hasSuffix("/s") ? String(text.dropLast(2)) : text
+        guard let rate = Double(number), rate >= 0.1, rate <= 100_000 else { return nil }
         return rate
     }
 }
