@@ -33,6 +33,13 @@ public protocol Command: Sendable {
     init(_ arguments: ParsedArguments) throws(UsageError)
     /// Runs the command; the result is the process exit code.
     func run(_ context: CommandContext) async throws -> Int32
+    /// True when `run` handles `--check` itself (loads and checks its files); otherwise the tool
+    /// answers `--check` once the options are resolved and the command is built, without running it.
+    static var checksItself: Bool { get }
+}
+
+extension Command {
+    public static var checksItself: Bool { false }
 }
 
 /// An error a command reports in one line and exits 1 with (2 for bad input it was given).

@@ -18,7 +18,7 @@ public struct CommandSpec: Sendable {
     public init(name: String, synopsis: String, about: String, options: [OptionSpec], positionals: ClosedRange<Int> = 0...0,
                 footer: String = "") {
         self.name = name
-        self.options = options + [Self.settingsOption]
+        self.options = options + [Self.settingsOption] + (options.contains { $0.name == "--check" } ? [] : [CommonOptions.check])
         self.positionals = positionals
         var text = "usage: push-connector \(name) \(synopsis)\n\n\(about)\n\noptions:\n"
         text += self.options.map(\.helpLine).joined(separator: "\n")
@@ -39,9 +39,9 @@ public struct CommandSpec: Sendable {
         var options = valueOptions.subtracting(repeatableOptions).sorted().map { declared($0, .single) }
         options += repeatableOptions.sorted().map { declared($0, .repeatable) }
         options += flags.sorted().map { declared($0, .flag) }
-        self.options = options + [Self.settingsOption]
+        self.options = options + [Self.settingsOption, CommonOptions.check]
         self.positionals = positionals
-        self.usage = usage + "\n\n" + Self.settingsOption.helpLine + "\n\n" + Self.sourcesNote
+        self.usage = usage + "\n\n" + Self.settingsOption.helpLine + "\n" + CommonOptions.check.helpLine + "\n\n" + Self.sourcesNote
     }
 
     public var valueOptions: Set<String> { Set(options.filter { $0.arity != .flag }.map(\.name)) }

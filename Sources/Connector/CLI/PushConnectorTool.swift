@@ -64,6 +64,11 @@ public enum PushConnectorTool {
                 return 0
             }
             let command = try match.type.init(parsed)
+            if parsed.has("--check"), !match.type.checksItself {
+                context.console.out((["\(match.type.spec.name): options OK (not run; nothing was connected)"]
+                    + CheckReport.optionLines(parsed)).joined(separator: "\n"))
+                return 0
+            }
             return try await command.run(context)
         } catch let error as UsageError {
             context.console.err("push-connector \(error)")

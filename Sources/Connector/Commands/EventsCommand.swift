@@ -38,6 +38,7 @@ public struct EventsCommand: Command {
         ])
 
     let arguments: ParsedArguments
+    public static var checksItself: Bool { true }
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         if arguments.has("--no-http") && arguments.has("--no-consume") {

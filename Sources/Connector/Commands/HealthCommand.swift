@@ -8,11 +8,16 @@ public struct HealthCommand: Command {
         is 2xx, 1 for any other status, a refused connection or a timeout; prints one line either way.
         Meant for a Dockerfile HEALTHCHECK or an exec probe: the image has no curl.
         """,
-        options: [.value("--timeout", "S", "give up after S seconds", default: "5", .integer(1...300), setting: false)],
+        options: [
+            .value("--timeout", "S", "give up after S seconds", default: "5", .integer(1...300), setting: false),
+            .value("--ca-file", "FILE", "CA bundle to verify an https:// URL with (default: the system's)", .readableFile,
+                   setting: false),
+        ],
         positionals: 1...1)
 
     let url: String
     let timeout: Int
+    let caFile: String?
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         url = arguments.positionals[0]
@@ -20,10 +25,11 @@ public struct HealthCommand: Command {
             throw UsageError("health: URL must start with http:// or https://, got \"\(url)\"")
         }
         timeout = arguments.integer("--timeout")
+        caFile = arguments.value("--ca-file")
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
-        switch HealthProbe.get(url, timeoutMilliseconds: timeout * 1000) {
+        switch HealthProbe.get(url, timeoutMilliseconds: timeout * 1000, caFile: caFile) {
         case .success(let status) where (200...299).contains(status):
             context.console.out("healthy: \(url) answered \(status)")
             return 0

@@ -39,6 +39,7 @@ public struct WorkerCommand: Command {
         ])
 
     let arguments: ParsedArguments
+    public static var checksItself: Bool { true }
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         _ = try arguments.required("--config", in: "worker")

@@ -35,10 +35,11 @@ public enum CommonOptions {
                                                   .choice(["debug", "info", "warn", "warning", "error"]))
     /// `--log-format`: how log lines are written (the logger reads it).
     public static let logFormat = OptionSpec.value("--log-format", "FORMAT", "text | json", default: "text", .choice(["text", "json"]))
-    /// `--check`: validate everything, print what would run, connect to nothing.
+    /// `--check`, on every command: validate, print what would run, connect to nothing. `worker`
+    /// and `events` also load their App ID, key, CA and database paths.
     public static let check = OptionSpec.flag(
-        "--check", "load and check every option, file and key, print what would run (secrets redacted) and exit:\n"
-            + "0 when it would start, 2 when not; connects to nothing", setting: false)
+        "--check", "check the options (and for worker / events every file and key they name), print what\n"
+            + "would run (secrets redacted) and exit: 0 when it would start, 2 when not; connects to nothing", setting: false)
 
     /// For commands still declared in the earlier style (`CommandSpec(name:valueOptions:…)`):
     /// the option names and their help lines. New commands list `brokerOptions` / `fcmOptions`.

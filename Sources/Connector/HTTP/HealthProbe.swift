@@ -4,13 +4,14 @@ import CCurl
 /// is none. Only http:// and https:// (no redirects followed, TLS verified), the body discarded.
 enum HealthProbe {
     /// The HTTP status of `GET url`, or a one-line reason it could not be had within `timeout`.
-    static func get(_ url: String, timeoutMilliseconds: Int) -> Result<Int, HealthProbeError> {
+    static func get(_ url: String, timeoutMilliseconds: Int, caFile: String? = nil) -> Result<Int, HealthProbeError> {
         guard let easy = curl_easy_init() else { return .failure(HealthProbeError(message: "curl_easy_init failed")) }
         defer { curl_easy_cleanup(easy) }
         url.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_URL, $0) }
         "http,https".withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_PROTOCOLS_STR, $0) }
         pc_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds)
         pc_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        caFile?.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_CAINFO, $0) }
         pc_curl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
         pc_curl_easy_setopt_write(easy, CURLOPT_WRITEFUNCTION) { _, size, count, _ in size * count }
         let code = curl_easy_perform(easy)
