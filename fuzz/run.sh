@@ -43,6 +43,7 @@ done
 binary="$out/readers-fuzz"
 if [ ! -x "$binary" ] || [ -n "$(find Sources/PushCore "$src" fuzz/targets -name '*.swift' -newer "$binary" | head -1)" ]; then
     echo "fuzz: building $binary" >&2
+    # shellcheck disable=SC2046 # one word per source file (the paths have no spaces)
     swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name ReadersFuzz \
         -I Sources/CRabbitMQ \
         $(find Sources/PushCore -name '*.swift') "$src"/*.swift fuzz/targets/*.swift -o "$binary" -lm \

@@ -42,6 +42,7 @@ as_rabbitmq() { # runs a command line as the rabbitmq user, keeping the RABBITMQ
 
 load() {
     [ -f "$dir/env" ] || { echo "test-broker: no broker in $dir (run: $0 start)" >&2; exit 1; }
+    # shellcheck source=/dev/null
     . "$dir/env"
 }
 
@@ -74,6 +75,7 @@ stop_node() {
 
 launch() { # starts the node described by $dir (env, ports, config) and waits until it is up
     load
+    # shellcheck source=/dev/null
     . "$dir/ports"
     # shellcheck disable=SC2086 # two words on purpose: the AMQP and distribution ports
     set -- $PUSH_TEST_BROKER_PORTS

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2086 # $b and $row are split into words on purpose
 # DLQ tool benchmark: N dead letters through dlq import / stats / list / export / replay, against
 # `push-connector send` of the same N jobs (pipelined publisher confirms) as the baseline.
 #   bench/dlq/run.sh [N]        (default 1000; builds push-connector in release mode)

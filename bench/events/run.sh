@@ -18,7 +18,7 @@ BROKER_DIR=/tmp/pc-events-bench-broker.$$  # the rabbitmq user must reach it (no
 OWN_BROKER=
 cleanup() {
   [ -n "$EVENTS_PID" ] && kill "$EVENTS_PID" 2>/dev/null && wait "$EVENTS_PID" 2>/dev/null
-  [ -n "$OWN_BROKER" ] && scripts/test-broker.sh stop --dir "$BROKER_DIR" >/dev/null 2>&1 || true
+  if [ -n "$OWN_BROKER" ]; then scripts/test-broker.sh stop --dir "$BROKER_DIR" >/dev/null 2>&1 || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -38,7 +38,8 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && 
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 # Waits until every accepted event is stored; prints seconds waited after the load ended.
 wait_stored() {
-  local start=$(date +%s.%N)
+  local start
+  start=$(date +%s.%N)
   for _ in $(seq 600); do
     local done=$(( $(metric push_events_stored_total) + $(metric push_events_duplicates_total) ))
     [ "$done" -ge "$(metric push_events_accepted_total)" ] && break
@@ -67,7 +68,6 @@ for phase in single batch10 batch100; do
     batch10) out=$(BATCH=10 run_wrk batch.lua /events) ;;
     batch100) out=$(BATCH=100 run_wrk batch.lua /events) ;;
   esac
-  load_end=$(date +%s.%N)
   lag=$(wait_stored)
   end=$(date +%s.%N)
   stored=$(( $(metric push_events_stored_total) - before ))

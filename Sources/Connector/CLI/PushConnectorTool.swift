@@ -65,6 +65,10 @@ public enum PushConnectorTool {
             }
             let command = try match.type.init(parsed)
             if parsed.has("--check"), !match.type.checksItself {
+                // The broker URL and password (file) resolve as they would at start.
+                if match.type.spec.option("--amqp-url") != nil {
+                    _ = try CommonOptions.brokerSettings(parsed, context, command: match.type.spec.name)
+                }
                 context.console.out((["\(match.type.spec.name): options OK (not run; nothing was connected)"]
                     + CheckReport.optionLines(parsed)).joined(separator: "\n"))
                 return 0
