@@ -5,7 +5,7 @@ set -euo pipefail
 PACKAGES=(pkg-config librabbitmq-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev libmicrohttpd-dev
           libsqlite3-dev sqlite3 rabbitmq-server nghttp2-client curl openssl wrk bc
           shellcheck yamllint prometheus python3-yaml)
-# shellcheck, yamllint, prometheus (for promtool) and python3-yaml: deploy/check.sh.
+# deploy/check.sh uses shellcheck, yamllint, promtool (package prometheus) and python3-yaml.
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
