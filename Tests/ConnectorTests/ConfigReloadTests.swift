@@ -45,18 +45,7 @@ import Testing
         #expect(try await f.results(1).map(\.jobID) == ["still-served"])
 
         // A good generation adding an App ID: reloaded, and its jobs are delivered.
-        try publishGeneration(original.replacingOccurrences(
-            of: #"{"apps":[{"app_id":"shop-android""#,
-            with: #"{"apps":[{"app_id":"late-app","project_id":"shop-prod","credentials_file":"\#(f.directory)/sa.json"},{"app_id":"shop-android""#),
-            in: mount, number: 3)
-        let reloaded = try await waitForLog(log, "configuration reloaded")
-        #expect(reloaded.contains("apps=late-app,shop-android"), "\(reloaded)")
-        try await f.publish([jobJSON("after", tokens: ["dev-3"], app: "late-app")])
-        let results = try await f.results(1)
-        #expect(results.map(\.jobID) == ["after"])
-        #expect(results.first?.outcome == .sent)
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        try publishGeneration(f.appsAddingLateApp(original), in: mount, number: 3)
+        try await f.expectLateAppServedThenStop(process, log: log)
     }
 }

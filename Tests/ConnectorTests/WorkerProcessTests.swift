@@ -86,14 +86,26 @@ func builtProduct(_ name: String) throws -> String {
         #expect(!(try String(contentsOfFile: log, encoding: .utf8)).contains("configuration reloaded"))
 
         // The fixed file adds the App ID; once the reload is logged, its jobs are delivered.
-        try original.replacingOccurrences(of: #"{"apps":[{"app_id":"shop-android""#,
-                                          with: #"{"apps":[{"app_id":"late-app","project_id":"shop-prod","credentials_file":"\#(f.directory)/sa.json"},{"app_id":"shop-android""#)
-            .write(toFile: f.appsFile, atomically: true, encoding: .utf8)
+        try f.appsAddingLateApp(original).write(toFile: f.appsFile, atomically: true, encoding: .utf8)
         kill(process.processIdentifier, SIGHUP)
+        try await f.expectLateAppServedThenStop(process, log: log)
+    }
+}
+
+extension PipelineFixture {
+    /// The App ID file `original` with a second App ID, `late-app`, of the same project.
+    func appsAddingLateApp(_ original: String) -> String {
+        original.replacingOccurrences(of: #"{"apps":[{"app_id":"shop-android""#,
+                                      with: #"{"apps":[{"app_id":"late-app","project_id":"shop-prod","credentials_file":"\#(directory)/sa.json"},{"app_id":"shop-android""#)
+    }
+
+    /// Once the worker logs a reload with `late-app`, a job of it is delivered; then SIGTERM
+    /// ends the worker with exit code 0.
+    func expectLateAppServedThenStop(_ process: Process, log: String) async throws {
         let reloaded = try await waitForLog(log, "configuration reloaded")
         #expect(reloaded.contains("apps=late-app,shop-android"), "\(reloaded)")
-        try await f.publish([jobJSON("after", tokens: ["dev-3"], app: "late-app")])
-        let results = try await f.results(1)
+        try await publish([jobJSON("after", tokens: ["dev-3"], app: "late-app")])
+        let results = try await results(1)
         #expect(results.map(\.jobID) == ["after"])
         #expect(results.first?.outcome == .sent)
         kill(process.processIdentifier, SIGTERM)

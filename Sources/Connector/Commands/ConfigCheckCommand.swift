@@ -1,4 +1,3 @@
-import FCM
 import PushCore
 
 /// `push-connector config check`: validates an App ID file and every credentials file it names.
@@ -25,16 +24,7 @@ public struct ConfigCheckCommand: Command {
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let registry = try AppConfigurationFile.load(path)
-        var problems: [String] = []
-        for appID in registry.appIDs {
-            let app = registry[appID]!
-            do {
-                let account = try ServiceAccount.load(contentsOf: app.credentialsFile, allowInsecureHTTP: allowInsecureHTTP)
-                _ = try RSASigner(pem: account.privateKey)
-            } catch {
-                problems.append("\(path): app \(appID): credentials_file: \(error)")
-            }
-        }
+        let problems = AppConfigurationFile.credentialProblems(registry, path: path, allowInsecureHTTP: allowInsecureHTTP)
         guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
         context.console.out("\(path): \(registry.apps.count) App ID(s) OK: \(registry.appIDs.joined(separator: ", "))")
         return 0
