@@ -8,8 +8,8 @@ public enum CommonOptions {
     /// The broker: `--amqp-url URL` (env `PUSH_CONNECTOR_AMQP_URL`); the password comes from the
     /// URL, or `PUSH_CONNECTOR_AMQP_PASSWORD`, or the file named by `PUSH_CONNECTOR_AMQP_PASSWORD_FILE`.
     public static let brokerOptions: [OptionSpec] = [
-        .value("--amqp-url", "URL", "broker; the password may instead come from PUSH_CONNECTOR_AMQP_PASSWORD\n"
-            + "or the file named by PUSH_CONNECTOR_AMQP_PASSWORD_FILE (never put it on the command line)",
+        .value("--amqp-url", "URL", "broker; keep the password off the command line: PUSH_CONNECTOR_AMQP_PASSWORD,\n"
+            + "or PUSH_CONNECTOR_AMQP_PASSWORD_FILE naming a file that holds it",
             default: "amqp://guest@127.0.0.1:5672/%2f",
             ValueKind { $0.hasPrefix("amqp://") || $0.hasPrefix("amqps://") ? nil : "must be an amqp:// or amqps:// URL" },
             secret: true),
