@@ -55,9 +55,17 @@ case "$cmd" in
 start)
     if [ -d "$base/n1" ]; then echo "test-cluster: $base already holds a cluster; stop it first" >&2; exit 1; fi
     mkdir -p "$base"
+    # the three nodes boot at once (each on its own ports and folder), then join one by one
+    pids=""
     for n in 1 2 3; do
-        if ! "$broker" start --dir "$base/n$n" >/dev/null; then
-            echo "test-cluster: node $n did not start" >&2; stop_all; exit 1
+        "$broker" start --dir "$base/n$n" >"$base/start-$n.log" 2>&1 &
+        pids="$pids $!"
+    done
+    n=0
+    for pid in $pids; do
+        n=$((n + 1))
+        if ! wait "$pid"; then
+            echo "test-cluster: node $n did not start:" >&2; cat "$base/start-$n.log" >&2; stop_all; exit 1
         fi
     done
     first=$(node_env 1 PUSH_TEST_BROKER_NODE)
