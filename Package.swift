@@ -22,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CNGHTTP2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CSystem"),
 
         // Pure core: domain, JSON, composition, validation, policies. No I/O.
@@ -36,7 +37,7 @@ let package = Package(
         .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
         // Pipelines and operator tools wired from the adapters.
         .target(name: "Connector",
-                dependencies: ["PushCore", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CSystem"],
+                dependencies: ["PushCore", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector"], swiftSettings: swiftSettings),

@@ -10,6 +10,9 @@
 #   scripts/test-broker.sh stop [--dir DIR]      Stops the node and removes its folder.
 #   scripts/test-broker.sh restart [--dir DIR]   Stops the whole node (the Erlang VM) and starts it
 #        again with the same name, ports and data (a node restart, not only stop_app/start_app).
+#   scripts/test-broker.sh halt [--dir DIR]      Stops the node's VM and keeps its folder (a node
+#        that is down, for cluster tests); `resume` starts it again.
+#   scripts/test-broker.sh resume [--dir DIR]    Starts a halted node with the same name, ports, data.
 #   scripts/test-broker.sh url  [--dir DIR]      Prints the AMQP URL of a running node.
 #   scripts/test-broker.sh ctl  [--dir DIR] ARGS  Runs `rabbitmqctl -n NODE ARGS`.
 #
@@ -155,8 +158,10 @@ restart)
     launch
     cat "$dir/env"
     ;;
+halt) halt_node ;;
+resume) launch; cat "$dir/env" ;;
 stop) stop_node ;;
 url) load; echo "$PUSH_TEST_AMQP_URL" ;;
 ctl) load; ctl "$@" ;;
-*) echo "usage: $0 start|stop|restart|url|ctl [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
+*) echo "usage: $0 start|stop|restart|halt|resume|url|ctl [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
 esac

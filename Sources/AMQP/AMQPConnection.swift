@@ -42,14 +42,33 @@ final class AMQPConnection {
     private(set) var isOpen = false
     /// Socket descriptor, for `poll` together with a wake-up descriptor.
     private(set) var socketFD: Int32 = -1
+    /// The node of `settings.nodes` this connection is open to.
+    let nodeIndex: Int
+    /// That node's URL, password redacted.
+    var redactedURL: String { settings.redactedURL(of: settings.nodes[nodeIndex]) }
 
-    /// Opens TCP (or TLS), logs in with client properties, opens channel 1.
+    /// Opens TCP (or TLS) to the first node that answers (`AMQPNodeRotation` gives the order),
+    /// logs in with client properties, opens channel 1.
     init(settings: AMQPSettings) throws(AMQPError) {
         self.settings = settings
-        guard let state = amqp_new_connection() else { throw .connectionFailed("amqp_new_connection failed") }
-        self.state = state
-        try open()  // on failure, deinit (which runs for a fully initialised object) destroys state
-        isOpen = true
+        let nodes = settings.nodes
+        var failures: [AMQPError] = []
+        for index in AMQPNodeRotation.order(nodes) {
+            guard let state = amqp_new_connection() else { throw .connectionFailed("amqp_new_connection failed") }
+            do {
+                let descriptor = try Self.open(state, settings: settings, node: nodes[index])
+                self.state = state
+                socketFD = descriptor
+                nodeIndex = index
+                isOpen = true
+                AMQPNodeRotation.opened(index, of: nodes)
+                return
+            } catch {
+                amqp_destroy_connection(state)
+                failures.append(error)
+            }
+        }
+        throw Self.combined(failures)
     }
 
     deinit {
@@ -57,9 +76,25 @@ final class AMQPConnection {
         amqp_destroy_connection(state)
     }
 
-    private func open() throws(AMQPError) {
+    /// One failure as it is; several (one per node) as one error of the first one's kind.
+    private static func combined(_ failures: [AMQPError]) -> AMQPError {
+        guard failures.count > 1 else { return failures.first ?? .connectionFailed("no broker node to connect to") }
+        let text = "no node of the cluster answered: " + failures.map(\.message).joined(separator: "; ")
+        return failures[0].code == .loginFailed ? .loginFailed(text) : .connectionFailed(text)
+    }
+
+    /// The connection is gone (not closed by us): the next connection tries another node first.
+    private func markLost() {
+        if isOpen { AMQPNodeRotation.lost(nodeIndex, of: settings.nodes) }
+        isOpen = false
+    }
+
+    /// Opens the socket to `node`, logs in and opens channel 1; returns the socket descriptor.
+    private static func open(_ state: amqp_connection_state_t, settings: AMQPSettings,
+                             node: AMQPSettings.Node) throws(AMQPError) -> Int32 {
+        let url = settings.redactedURL(of: node)
         let socket: OpaquePointer?
-        if let tls = settings.tls {
+        if let tls = node.tls {
             socket = amqp_ssl_socket_new(state)
             guard let socket else { throw .connectionFailed("cannot create a TLS socket") }
             amqp_ssl_socket_set_verify_peer(socket, tls.verifyPeer ? 1 : 0)
@@ -77,9 +112,9 @@ final class AMQPConnection {
         }
         guard let socket else { throw .connectionFailed("cannot create a socket") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        let status = amqp_socket_open_noblock(socket, settings.host, Int32(settings.port), &timeout)
+        let status = amqp_socket_open_noblock(socket, node.host, Int32(node.port), &timeout)
         guard status == AMQP_STATUS_OK.rawValue else {
-            throw .connectionFailed("cannot connect to \(settings.redactedURL): \(Self.statusText(status))")
+            throw .connectionFailed("cannot connect to \(url): \(Self.statusText(status))")
         }
         let arena = CArena()
         var properties = arena.table([
@@ -99,10 +134,14 @@ final class AMQPConnection {
             settings.user, settings.password)
         withExtendedLifetime(arena) {}
         if reply.reply_type != AMQP_RESPONSE_NORMAL {
-            throw .loginFailed("login to \(settings.redactedURL) refused: \(describe(reply))")
+            throw .loginFailed("login to \(url) refused: \(describe(reply))")
         }
-        socketFD = amqp_get_sockfd(state)
-        try openChannel(1)
+        _ = amqp_channel_open(state, 1)
+        let opened = amqp_get_rpc_reply(state)
+        guard opened.reply_type == AMQP_RESPONSE_NORMAL else {
+            throw .connectionFailed("channel.open on \(url): \(describe(opened))")
+        }
+        return amqp_get_sockfd(state)
     }
 
     func openChannel(_ channel: UInt16) throws(AMQPError) {
@@ -127,12 +166,12 @@ final class AMQPConnection {
             _ = amqp_send_method(state, 1, AMQPMethod.channelCloseOK, &ok)
             throw .channelClosed("\(what): \(CDecode.string(close.reply_text))", replyCode: close.reply_code)
         default:
-            isOpen = false
-            throw .connectionLost("\(what): \(describe(reply))")
+            markLost()
+            throw .connectionLost("\(what): \(Self.describe(reply))")
         }
     }
 
-    private func describe(_ reply: amqp_rpc_reply_t) -> String {
+    private static func describe(_ reply: amqp_rpc_reply_t) -> String {
         switch reply.reply_type {
         case AMQP_RESPONSE_NONE: return "missing RPC reply"
         case AMQP_RESPONSE_LIBRARY_EXCEPTION: return Self.statusText(reply.library_error)
@@ -172,8 +211,8 @@ final class AMQPConnection {
         let status = amqp_simple_wait_frame_noblock(state, &frame, &tv)
         if status == AMQP_STATUS_TIMEOUT.rawValue { return nil }
         guard status == AMQP_STATUS_OK.rawValue else {
-            isOpen = false
-            throw .connectionLost("connection to \(settings.redactedURL) lost: \(Self.statusText(status))")
+            markLost()
+            throw .connectionLost("connection to \(redactedURL) lost: \(Self.statusText(status))")
         }
         guard frame.frame_type == UInt8(AMQP_FRAME_METHOD) else {
             return .other(method: 0)  // stray header/body (e.g. after a returned message we skipped)
@@ -221,7 +260,7 @@ final class AMQPConnection {
             let text = CDecode.string(m.reply_text)
             var ok = amqp_connection_close_ok_t(dummy: 0)
             _ = amqp_send_method(state, 0, AMQPMethod.connectionCloseOK, &ok)
-            isOpen = false
+            markLost()
             throw .connectionLost("the broker closed the connection: \(text)", replyCode: m.reply_code)
         default:
             return .other(method: id)
@@ -236,7 +275,7 @@ final class AMQPConnection {
         var frame = amqp_frame_t()
         var status = amqp_simple_wait_frame(state, &frame)
         guard status == AMQP_STATUS_OK.rawValue else {
-            isOpen = false
+            markLost()
             throw .connectionLost("reading a content header: \(Self.statusText(status))")
         }
         guard frame.frame_type == UInt8(AMQP_FRAME_HEADER) else {
@@ -244,7 +283,7 @@ final class AMQPConnection {
         }
         // The size comes from the wire: refuse absurd ones rather than trap or pre-allocate them.
         guard frame.payload.properties.body_size <= 512 << 20 else {
-            isOpen = false
+            markLost()
             throw .protocolError("a message body of \(frame.payload.properties.body_size) bytes is over the 512 MiB limit")
         }
         let size = Int(frame.payload.properties.body_size)
@@ -255,7 +294,7 @@ final class AMQPConnection {
         while body.count < size {
             status = amqp_simple_wait_frame(state, &frame)
             guard status == AMQP_STATUS_OK.rawValue else {
-                isOpen = false
+                markLost()
                 throw .connectionLost("reading a message body: \(Self.statusText(status))")
             }
             guard frame.frame_type == UInt8(AMQP_FRAME_BODY) else {
@@ -294,7 +333,7 @@ final class AMQPConnection {
                                         mandatory ? 1 : 0, 0, &props, bodyBytes)
         withExtendedLifetime(arena) {}
         guard status == AMQP_STATUS_OK.rawValue else {
-            isOpen = false
+            markLost()
             throw .connectionLost("publish failed: \(Self.statusText(status))")
         }
     }
@@ -332,24 +371,24 @@ final class AMQPConnection {
                                       properties, arena.bytes(body))
         withExtendedLifetime(arena) {}
         guard sent == AMQP_STATUS_OK.rawValue else {
-            isOpen = false
+            markLost()
             throw .connectionLost("publish failed: \(Self.statusText(sent))")
         }
     }
 
     func ack(channel: UInt16 = 1, _ tag: UInt64, multiple: Bool) throws(AMQPError) {
         let status = amqp_basic_ack(state, channel, tag, multiple ? 1 : 0)
-        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("ack failed") }
+        guard status == AMQP_STATUS_OK.rawValue else { markLost(); throw .connectionLost("ack failed") }
     }
 
     func nack(channel: UInt16 = 1, _ tag: UInt64, multiple: Bool, requeue: Bool) throws(AMQPError) {
         let status = amqp_basic_nack(state, channel, tag, multiple ? 1 : 0, requeue ? 1 : 0)
-        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("nack failed") }
+        guard status == AMQP_STATUS_OK.rawValue else { markLost(); throw .connectionLost("nack failed") }
     }
 
     func reject(channel: UInt16 = 1, _ tag: UInt64, requeue: Bool) throws(AMQPError) {
         let status = amqp_basic_reject(state, channel, tag, requeue ? 1 : 0)
-        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("reject failed") }
+        guard status == AMQP_STATUS_OK.rawValue else { markLost(); throw .connectionLost("reject failed") }
     }
 
     /// Sends basic.cancel without waiting for cancel-ok (it arrives as a frame on the loop).
@@ -358,7 +397,7 @@ final class AMQPConnection {
         var cancel = amqp_basic_cancel_t(consumer_tag: arena.bytes(consumerTag), nowait: 0)
         let status = amqp_send_method(state, 1, AMQPMethod.basicCancel, &cancel)
         withExtendedLifetime(arena) {}
-        guard status == AMQP_STATUS_OK.rawValue else { isOpen = false; throw .connectionLost("basic.cancel failed") }
+        guard status == AMQP_STATUS_OK.rawValue else { markLost(); throw .connectionLost("basic.cancel failed") }
     }
 
     /// Closes channel 1 and the connection politely (best effort), waiting at most `timeout`

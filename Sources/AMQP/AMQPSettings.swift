@@ -1,10 +1,25 @@
 import Foundation
 
 /// Where and how to connect to a broker: parsed from `amqp://user:pass@host:port/vhost` or
-/// `amqps://…`. `description` is the redacted URL: the password never appears in it.
+/// `amqps://…`, or from a comma-separated list of such URLs naming the nodes of one cluster
+/// (see `nodes`). `description` is the redacted URL: the password never appears in it.
 public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
+    /// One node of a cluster: where to open the socket. User, password, vhost and the other
+    /// settings are shared by every node.
+    public struct Node: Sendable, Equatable, Hashable {
+        public var host: String
+        public var port: Int
+        public var tls: TLS?
+
+        public init(host: String, port: Int, tls: TLS?) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+        }
+    }
+
     /// TLS options for `amqps://`. Peer and hostname verification are ON unless switched off.
-    public struct TLS: Sendable, Equatable {
+    public struct TLS: Sendable, Equatable, Hashable {
         /// PEM bundle of trusted CAs; nil uses OpenSSL's default store.
         public var caFile: String?
         /// Verify the broker certificate chain.
@@ -33,6 +48,12 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     public var connectionName: String
     /// Largest frame; 131072 is librabbitmq's default.
     public var frameMax: Int
+    /// The nodes after the first (`host`, `port`, `tls`) of a comma-separated URL list.
+    public var otherNodes: [Node] = []
+
+    /// Every node to connect to, the first one first: a connection goes to the first node that
+    /// answers, and after a lost connection to the next one (`AMQPNodeRotation`).
+    public var nodes: [Node] { [Node(host: host, port: port, tls: tls)] + otherNodes }
 
     public init(host: String = "127.0.0.1", port: Int? = nil, vhost: String = "/", user: String = "guest",
                 password: String = "guest", tls: TLS? = nil, heartbeatSeconds: Int = 30,
@@ -51,7 +72,37 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     /// Parses an AMQP URI (RabbitMQ URI spec): user, password, host and vhost are
     /// percent-decoded; a missing vhost path means "/"; `amqps` defaults to port 5671 and TLS with
     /// verification. Query parameters `heartbeat` (seconds) and `cacertfile` are honoured.
+    ///
+    /// Several URLs separated by commas name the nodes of one cluster. They must agree on the
+    /// user, the password (or give it once) and the vhost; the first URL's query parameters
+    /// apply to all. A comma inside a user name or password is written `%2C`.
     public init(url: String) throws(AMQPError) {
+        let parts = url.split(separator: ",", omittingEmptySubsequences: false)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count > 1 else {
+            try self.init(singleURL: url)
+            return
+        }
+        guard !parts.contains(where: \.isEmpty) else {
+            throw .invalidURL("an empty entry in the comma-separated AMQP URL list")
+        }
+        var first = try AMQPSettings(singleURL: parts[0])
+        for part in parts.dropFirst() {
+            let other = try AMQPSettings(singleURL: part)
+            guard other.user == first.user, other.vhost == first.vhost else {
+                throw .invalidURL("every AMQP URL of a list must name the same user and vhost "
+                                  + "(\(first.redactedURL) and \(other.redactedURL) differ)")
+            }
+            if first.password.isEmpty { first.password = other.password }
+            guard other.password.isEmpty || other.password == first.password else {
+                throw .invalidURL("the AMQP URLs of a list give different passwords; give it once or the same everywhere")
+            }
+            first.otherNodes.append(Node(host: other.host, port: other.port, tls: other.tls))
+        }
+        self = first
+    }
+
+    private init(singleURL url: String) throws(AMQPError) {
         let scheme: String
         let rest: Substring
         if url.hasPrefix("amqp://") { scheme = "amqp"; rest = url.dropFirst(7) }
@@ -131,13 +182,19 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
                   heartbeatSeconds: heartbeat)
     }
 
-    /// The URL with the password replaced by `***` (or absent when there is none).
+    /// The URL with the password replaced by `***` (or absent when there is none); for a
+    /// cluster, every node's URL, comma-separated.
     public var redactedURL: String {
-        let scheme = tls == nil ? "amqp" : "amqps"
+        nodes.map(redactedURL(of:)).joined(separator: ",")
+    }
+
+    /// One node's URL with the password replaced by `***`.
+    public func redactedURL(of node: Node) -> String {
+        let scheme = node.tls == nil ? "amqp" : "amqps"
         let secret = password.isEmpty ? "" : ":***"
         let vhostPart = vhost == "/" ? "" : Self.encode(vhost)
-        let hostPart = host.contains(":") ? "[\(host)]" : host
-        return "\(scheme)://\(Self.encode(user))\(secret)@\(hostPart):\(port)/\(vhostPart)"
+        let hostPart = node.host.contains(":") ? "[\(node.host)]" : node.host
+        return "\(scheme)://\(Self.encode(user))\(secret)@\(hostPart):\(node.port)/\(vhostPart)"
     }
 
     public var description: String { redactedURL }
@@ -146,7 +203,18 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     /// A password may hold unencoded `/`, `?` or `@`, so everything between the first `:` after
     /// the scheme and the LAST `@` of the whole string is masked; a string without `://` is not
     /// shown at all.
+    ///
+    /// A comma-separated list is redacted URL by URL, unless one of its pieces is no URL (a raw
+    /// comma inside a password split it): then the whole string is masked as one.
     public static func redact(_ url: String) -> String {
+        let pieces = url.split(separator: ",", omittingEmptySubsequences: false)
+        if pieces.count > 1, pieces.allSatisfy({ $0.contains("://") }) {
+            return pieces.map { redactOne(String($0)) }.joined(separator: ",")
+        }
+        return redactOne(url)
+    }
+
+    private static func redactOne(_ url: String) -> String {
         guard let schemeEnd = url.range(of: "://") else { return url.contains("@") ? "<unparseable AMQP URL>" : url }
         let afterScheme = url[schemeEnd.upperBound...]
         guard let at = afterScheme.lastIndex(of: "@") else { return url }

@@ -28,14 +28,20 @@ public final class TestBroker: Sendable {
 
     /// The folder of a node this process started with `dedicated()` (nil for the shared one).
     let directory: String?
+    /// The Erlang node names of a `cluster()`, node 1 first (empty for a single node).
+    public let clusterNodes: [String]
+    /// The folder of a `cluster()` (test-cluster.sh's BASE).
+    let clusterDirectory: String?
 
     private static let startup = Mutex<Task<TestBroker, any Error>?>(nil)
     private let counter = Atomic<Int>(0)
 
-    init(url: String, node: String?, directory: String? = nil) {
+    init(url: String, node: String?, directory: String? = nil, clusterNodes: [String] = [], clusterDirectory: String? = nil) {
         self.url = url
         self.node = node
         self.directory = directory
+        self.clusterNodes = clusterNodes
+        self.clusterDirectory = clusterDirectory
     }
 
     /// A second node for this test alone (~7 s to start), for tests that restart a whole node;
@@ -131,7 +137,11 @@ public final class TestBroker: Sendable {
         guard let node else {
             throw TestBrokerError("rabbitmqctl needs the node name: set PUSH_TEST_BROKER_NODE with PUSH_TEST_AMQP_URL")
         }
-        let result = try runProcess("/usr/sbin/rabbitmqctl", ["-q", "-n", node] + arguments)
+        // On a cluster, any running node answers for the cluster: try them in turn.
+        var result = try runProcess("/usr/sbin/rabbitmqctl", ["-q", "-n", node] + arguments)
+        for other in clusterNodes where other != node && result.status != 0 {
+            result = try runProcess("/usr/sbin/rabbitmqctl", ["-q", "-n", other] + arguments)
+        }
         guard result.status == 0 else {
             throw TestBrokerError("rabbitmqctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)")
         }
@@ -150,11 +160,11 @@ public final class TestBroker: Sendable {
         return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"])
     }
 
-    /// Runs scripts/test-broker.sh off the cooperative pool; its `KEY=value` lines, or a
-    /// `TestBrokerError` with the script's output when it fails.
-    private static func runScript(_ arguments: [String]) async throws -> [String: String] {
+    /// Runs scripts/test-broker.sh (or another script of scripts/) off the cooperative pool; its
+    /// `KEY=value` lines, or a `TestBrokerError` with the script's output when it fails.
+    static func runScript(_ arguments: [String], script name: String = "test-broker.sh") async throws -> [String: String] {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("scripts/test-broker.sh").path
+            .deletingLastPathComponent().appendingPathComponent("scripts/\(name)").path
         return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(with: Result {

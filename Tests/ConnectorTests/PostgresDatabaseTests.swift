@@ -1,0 +1,72 @@
+import BrokerHarness
+import Foundation
+import Testing
+@testable import Connector
+
+/// The PostgreSQL adapter against a real server (scripts/test-postgres.sh): parameters and
+/// NULLs round-trip, failures carry the SQLSTATE, transactions roll back, secrets stay out of
+/// messages.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct PostgresDatabaseTests {
+    /// A fresh database for one test.
+    private func freshDatabase() async throws -> PostgresDatabase {
+        let admin = try PostgresDatabase(url: try await TestPostgres.url())
+        let name = TestPostgres.uniqueDatabaseName("adapter")
+        try admin.execute("CREATE DATABASE \(name)")
+        return try PostgresDatabase(url: try await TestPostgres.url(database: name))
+    }
+
+    @Test func parametersNullsAndUnicodeRoundTrip() async throws {
+        let db = try await freshDatabase()
+        try db.executeScript("CREATE TABLE t (id BIGINT PRIMARY KEY, name TEXT, note TEXT)")
+        let inserted = try db.execute("INSERT INTO t VALUES ($1, $2, $3)", ["7", "l'été \"à\" 🚀; DROP TABLE t", nil])
+        #expect(inserted.changes == 1)
+        let rows = try db.execute("SELECT id, name, note FROM t WHERE id = $1", ["7"])
+        #expect(rows.count == 1 && rows.columnCount == 3)
+        #expect(rows.integer(0, 0) == 7)
+        #expect(rows.text(0, 1) == "l'été \"à\" 🚀; DROP TABLE t")
+        #expect(rows.text(0, 2) == nil)
+    }
+
+    @Test func aUniqueViolationCarriesItsSQLState() async throws {
+        let db = try await freshDatabase()
+        try db.executeScript("CREATE TABLE t (id TEXT PRIMARY KEY)")
+        try db.execute("INSERT INTO t VALUES ($1)", ["a"])
+        do {
+            try db.execute("INSERT INTO t VALUES ($1)", ["a"])
+            Issue.record("a duplicate key was accepted")
+        } catch {
+            #expect(error.isUniqueViolation, "\(error)")
+            #expect(error.sqlState == "23505")
+        }
+        // The connection stays usable, and the idempotent form of the insert changes nothing.
+        #expect(try db.execute("INSERT INTO t VALUES ($1) ON CONFLICT DO NOTHING", ["a"]).changes == 0)
+    }
+
+    @Test func aThrowingTransactionRollsBackEverything() async throws {
+        let db = try await freshDatabase()
+        try db.executeScript("CREATE TABLE t (id TEXT PRIMARY KEY)")
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try db.transaction {
+                try db.execute("INSERT INTO t VALUES ($1)", ["x"])
+                throw Stop()
+            }
+        }
+        #expect(try db.execute("SELECT count(*) FROM t").integer(0, 0) == 0)
+        try db.transaction { try db.execute("INSERT INTO t VALUES ($1)", ["y"]) }
+        #expect(try db.execute("SELECT count(*) FROM t").integer(0, 0) == 1)
+    }
+
+    @Test func aRefusedLoginNamesTheServerButNotThePassword() async throws {
+        let url = try await TestPostgres.url()
+        let wrong = url.replacingOccurrences(of: "://pc@", with: "://nobody:hunter2@")
+        do {
+            _ = try PostgresDatabase(url: wrong)
+            Issue.record("connected as an unknown role")
+        } catch {
+            #expect(error.isConnectionLost)
+            #expect("\(error)".contains("127.0.0.1"), "\(error)")
+            #expect(!"\(error)".contains("hunter2"), "\(error)")
+        }
+    }
+}

@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# End-to-end cost of the send worker against two floors, in one run (see bench/e2e/README.md).
+#
+#   bench/e2e/run.sh [--jobs N] [--soak N] [--only LIST] [--no-build] [--keep]
+#
+#   --jobs N     single-recipient jobs per measurement (default 30000); the 10-recipient
+#                measurement uses N/10 jobs, the latency pair N/2 jobs each
+#   --soak N     messages of the memory soak (default 1000000; 0 skips it)
+#   --only LIST  comma-separated subset of: single,ten,latency,soak (default all)
+#   --no-build   use the release binary already built
+#   --keep       keep the work folder (logs, configs)
+#
+# Starts a private RabbitMQ node (scripts/test-broker.sh), Debian's nginx-light as a static
+# HTTP/2 TLS endpoint shaped like FCM (nginx.conf.in), and builds two C floors with gcc:
+#   curl_floor      a libcurl multi client sending the same requests as the worker (100 streams);
+#   consumer_floor  the worker's broker work alone: consume the job queue, publish one result per
+#                   recipient to the results exchange, confirms read as a stream, acks `multiple`.
+# Then runs the floors and the real `push-connector worker` binary (default flags) one after
+# another on the same topology and prints msg/s, CPU per message (worker from /proc, broker =
+# the node's beam.smp from /proc), peak RSS and the ratios. The latency pair runs the project's
+# fcm-emulator at 0 ms and 100 ms. Holds /tmp/pc-cpu.lock while measuring: do not wrap it in flock.
+# shellcheck disable=SC2317  # cleanup runs from the EXIT trap
+set -euo pipefail
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+cd "$(dirname "$0")/../.."
+
+JOBS=30000 SOAK=1000000 ONLY="single,ten,latency,soak" BUILD=1 KEEP=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --jobs) JOBS=${2:-}; shift 2 ;;
+    --soak) SOAK=${2:-}; shift 2 ;;
+    --only) ONLY=${2:-}; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) sed -n '2,/^# shellcheck/p' "$SELF" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+if ! [[ $JOBS =~ ^[0-9]+$ ]] || ((JOBS < 100)); then echo "run.sh: --jobs takes a whole number >= 100" >&2; exit 2; fi
+[[ $SOAK =~ ^[0-9]+$ ]] || { echo "run.sh: --soak takes a whole number" >&2; exit 2; }
+for s in ${ONLY//,/ }; do
+  case "$s" in single|ten|latency|soak) ;; *) echo "run.sh: --only knows single,ten,latency,soak, not $s" >&2; exit 2 ;; esac
+done
+wants() { [[ ",$ONLY," == *",$1,"* ]]; }
+command -v nginx >/dev/null || { echo "run.sh: needs Debian's nginx-light (apt-get install nginx-light)" >&2; exit 1; }
+command -v gcc >/dev/null || { echo "run.sh: needs gcc" >&2; exit 1; }
+
+if ((BUILD)); then
+  echo "== building release binaries (waits for /tmp/pc-cpu.lock)"
+  flock /tmp/pc-cpu.lock swift build -c release --product push-connector 2>&1 | tail -1
+  flock /tmp/pc-cpu.lock swift build -c release --product fcm-emulator 2>&1 | tail -1
+fi
+BIN=$(swift build -c release --show-bin-path)
+PC=$BIN/push-connector
+if [ ! -x "$PC" ] || [ ! -x "$BIN/fcm-emulator" ]; then echo "run.sh: release binaries missing in $BIN (drop --no-build)" >&2; exit 1; fi
+
+WORK=/tmp/pc-e2e-$$
+mkdir -p "$WORK/logs"
+chmod 755 "$WORK"
+NGINX_STARTED=0 EMULATOR_PID="" WORKER_PID="" BROKER_STARTED=0
+cleanup() {
+  [ -n "$WORKER_PID" ] && kill -9 "$WORKER_PID" 2>/dev/null
+  [ -n "$EMULATOR_PID" ] && kill -9 "$EMULATOR_PID" 2>/dev/null
+  ((NGINX_STARTED)) && nginx -p "$WORK" -c "$WORK/nginx.conf" -s stop 2>/dev/null
+  ((BROKER_STARTED)) && scripts/test-broker.sh stop --dir "$WORK/broker" >/dev/null 2>&1
+  wait 2>/dev/null
+  if ((KEEP)); then echo "work folder kept: $WORK"; else rm -rf "$WORK"; fi
+  return 0
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+now() { date +%s.%N; }
+cpu_of() { # utime + stime of a pid, in seconds
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
+}
+peak_rss_mib() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+rss_mib() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+calc() { python3 -c "print($1)"; }
+
+echo "== building the C floors"
+gcc -O2 -Wall -Wextra -o "$WORK/curl_floor" bench/e2e/curl_floor.c -lcurl
+gcc -O2 -Wall -Wextra -o "$WORK/consumer_floor" bench/e2e/consumer_floor.c -lrabbitmq
+
+exec 9>/tmp/pc-cpu.lock
+echo "== waiting for /tmp/pc-cpu.lock"
+flock 9
+
+echo "== starting RabbitMQ (private node), nginx (HTTP/2 TLS), certificates"
+eval "$(scripts/test-broker.sh start --dir "$WORK/broker" --owner-pid $$ 9>&-)"
+BROKER_STARTED=1
+AMQP_URL=$PUSH_TEST_AMQP_URL
+AMQP_PORT=$(echo "$AMQP_URL" | sed -E 's|.*:([0-9]+)/?$|\1|')
+BEAM=$(cat "$WORK/broker/beam.pid")
+scripts/make-dev-cert.sh "$WORK/certs" >/dev/null
+FCM_PORT=$(free_port)
+sed -e "s|@WORK@|$WORK|g" -e "s|@PORT@|$FCM_PORT|g" bench/e2e/nginx.conf.in > "$WORK/nginx.conf"
+mkdir -p "$WORK/logs"
+nginx -p "$WORK" -c "$WORK/nginx.conf" -g 'daemon on;' 2>"$WORK/logs/nginx-start.log" 9>&- \
+  || { cat "$WORK/logs/nginx-start.log" >&2; exit 1; }
+NGINX_STARTED=1
+FCM_URL="https://127.0.0.1:$FCM_PORT"
+"$BIN/fcm-emulator" make-service-account --project e2e-project --token-uri "$FCM_URL/token" --out "$WORK/sa.json" >/dev/null
+cat > "$WORK/apps.json" <<JSON
+{"schema_version": 1,
+ "apps": [{"app_id": "e2e-app", "project_id": "e2e-project", "credentials_file": "$WORK/sa.json",
+           "default_message_type": "data", "default_payload": {"pushdata.source": "e2e"},
+           "extra_options": {"android": {"priority": "high", "ttl": "86400s"}}}]}
+JSON
+"$PC" topology declare --amqp-url "$AMQP_URL" >/dev/null
+
+jobs_file() { # $1 = jobs, $2 = recipients per job, $3 = file, $4 = first job number
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
+import json, sys
+jobs, per, path, first = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+with open(path, "w") as f:
+    for j in range(first, first + jobs):
+        f.write(json.dumps({"job_id": f"e2e-{j}", "app_id": "e2e-app", "message_type": "data",
+                            "data": {"pushdata.action": "promo", "pushdata.campaign": "winter-sale",
+                                     "pushdata.user_id": f"USR{j:08d}"},
+                            "recipients": [{"token": f"tok-{j}-{r}", "mn_message_id": f"mnid.{j}.{r}"}
+                                           for r in range(per)]}, separators=(",", ":")) + "\n")
+PY
+}
+publish() { # $1 = file
+  "$PC" send --no-validate --amqp-url "$AMQP_URL" "$1" >"$WORK/logs/send.log" 2>&1 \
+    || { echo "run.sh: publishing $1 failed:" >&2; cat "$WORK/logs/send.log" >&2; exit 1; }
+}
+
+# The request body the worker sends, with the token left as %TOKEN% for curl_floor.
+jobs_file 1 1 "$WORK/one.jsonl" 0
+"$PC" compose --config "$WORK/apps.json" "$WORK/one.jsonl" | python3 -c '
+import json, sys
+body = json.load(sys.stdin)
+body["message"]["token"] = "%TOKEN%"
+print(json.dumps(body, separators=(",", ":")))' > "$WORK/body.json"
+# The size of one result as the worker publishes it (measured from a real result below).
+RESULT_BYTES=420
+
+declare -A FIG
+results_done() { # $1 = metrics port: the sum of push_connector_results_total
+  curl -s --max-time 2 "http://127.0.0.1:$1/metrics" \
+    | awk '/^push_connector_results_total[{ ]/ { s += $NF } END { printf "%d", s }'
+}
+
+run_curl_floor() { # $1 = label, $2 = requests
+  local out
+  out=$("$WORK/curl_floor" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/certs/ca.pem" ya29.e2e-bench-token \
+        "$WORK/body.json" "$2" 100)
+  FIG[$1.rate]=$(echo "$out" | awk -F'[= ]' '{ printf "%.0f", $2 / $6 }')
+  FIG[$1.cpu]=$(echo "$out" | awk -F'[= ]' '{ printf "%.1f", $8 / $2 * 1e6 }')
+  echo "   curl_floor: $out"
+}
+
+run_consumer_floor() { # $1 = label, $2 = jobs, $3 = recipients per job
+  local out b0 b1
+  jobs_file "$2" "$3" "$WORK/floor.jsonl" 0
+  publish "$WORK/floor.jsonl"
+  b0=$(cpu_of "$BEAM")
+  out=$("$WORK/consumer_floor" 127.0.0.1 "$AMQP_PORT" guest guest / push.jobs push.results e2e-app.sent \
+        "$2" 250 "$RESULT_BYTES" "$3")
+  b1=$(cpu_of "$BEAM")
+  FIG[$1.rate]=$(echo "$out" | awk -v per="$3" -F'[= ]' '{ printf "%.0f", $2 * per / $10 }')
+  FIG[$1.broker]=$(calc "round(($b1 - $b0) / ($2 * $3) * 1e6, 1)")
+  echo "   consumer_floor: $out"
+}
+
+run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $5 = service account; rest: worker flags
+  local label=$1 jobs=$2 per=$3 url=$4 sa=$5
+  shift 5
+  local mport expected t0 t1 b0 b1 done_count=0 last_log
+  mport=$(free_port)
+  expected=$((jobs * per))
+  sed "s|$WORK/sa.json|$sa|" "$WORK/apps.json" > "$WORK/apps-run.json"
+  jobs_file "$jobs" "$per" "$WORK/worker.jsonl" 1000000
+  publish "$WORK/worker.jsonl"
+  b0=$(cpu_of "$BEAM")
+  t0=$(now)
+  "$PC" worker --config "$WORK/apps-run.json" --amqp-url "$AMQP_URL" --fcm-url "$url" --ca-file "$WORK/certs/ca.pem" \
+    --http "127.0.0.1:$mport" "$@" >"$WORK/logs/worker-$label.log" 2>&1 9>&- &
+  WORKER_PID=$!
+  last_log=$(date +%s)
+  while :; do
+    kill -0 "$WORKER_PID" 2>/dev/null || { echo "run.sh: the worker exited; its log:" >&2; tail -20 "$WORK/logs/worker-$label.log" >&2; exit 1; }
+    done_count=$(results_done "$mport" || echo 0)
+    [ "${done_count:-0}" -ge "$expected" ] && break
+    if (( $(date +%s) - last_log >= 10 )); then echo "   ... $done_count of $expected"; last_log=$(date +%s); fi
+    sleep 0.1
+  done
+  t1=$(now)
+  b1=$(cpu_of "$BEAM")
+  FIG[$label.rate]=$(calc "round($expected / ($t1 - $t0))")
+  FIG[$label.cpu]=$(calc "round($(cpu_of "$WORKER_PID") / $expected * 1e6, 1)")
+  FIG[$label.broker]=$(calc "round(($b1 - $b0) / $expected * 1e6, 1)")
+  FIG[$label.rss]=$(peak_rss_mib "$WORKER_PID")
+  kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null || true; WORKER_PID=""
+  echo "   worker: $expected results in $(calc "round($t1 - $t0, 2)") s, peak RSS ${FIG[$label.rss]} MiB"
+}
+
+ratio() { calc "round($1 / $2, 2)"; }
+report_pair() { # $1 = floor label prefix, $2 = worker label, $3 = title
+  local f=$1 w=$2
+  printf '\n%s\n' "$3"
+  printf '  %-42s %10s %12s %12s %9s\n' "" "msg/s" "CPU µs/msg" "broker µs/msg" "peak RSS"
+  printf '  %-42s %10s %12s %12s %9s\n' "C libcurl multi client (100 streams)" "${FIG[$f-curl.rate]}" "${FIG[$f-curl.cpu]}" "-" "-"
+  printf '  %-42s %10s %12s %12s %9s\n' "C consumer (broker work only)" "${FIG[$f-amqp.rate]}" "-" "${FIG[$f-amqp.broker]}" "-"
+  printf '  %-42s %10s %12s %12s %9s\n' "push-connector worker (defaults)" "${FIG[$w.rate]}" "${FIG[$w.cpu]}" "${FIG[$w.broker]}" "${FIG[$w.rss]} MiB"
+  local floor_rate
+  floor_rate=$(calc "min(${FIG[$f-curl.rate]}, ${FIG[$f-amqp.rate]})")
+  printf '  ratios: worker CPU / curl CPU = %s (target <= 1.25); broker / C consumer = %s (target <= 1.1); msg/s / min(floors) = %s (target >= 0.8)\n' \
+    "$(ratio "${FIG[$w.cpu]}" "${FIG[$f-curl.cpu]}")" "$(ratio "${FIG[$w.broker]}" "${FIG[$f-amqp.broker]}")" \
+    "$(ratio "${FIG[$w.rate]}" "$floor_rate")"
+}
+
+if wants single; then
+  echo "== $JOBS jobs x 1 recipient"
+  run_curl_floor single-curl "$JOBS"
+  run_consumer_floor single-amqp "$JOBS" 1
+  run_worker single "$JOBS" 1 "$FCM_URL" "$WORK/sa.json"
+fi
+if wants ten; then
+  echo "== $((JOBS / 10)) jobs x 10 recipients"
+  run_curl_floor ten-curl "$JOBS"
+  run_consumer_floor ten-amqp "$((JOBS / 10))" 10
+  run_worker ten "$((JOBS / 10))" 10 "$FCM_URL" "$WORK/sa.json"
+fi
+if wants latency; then
+  LAT_JOBS=$((JOBS / 2))
+  for latency in 0 100; do
+    echo "== $LAT_JOBS jobs x 1 recipient, fcm-emulator answering in $latency ms, default flags"
+    EMU_PORT=$(free_port)
+    "$BIN/fcm-emulator" make-service-account --project e2e-project --token-uri "https://127.0.0.1:$EMU_PORT/token" \
+      --out "$WORK/sa-emulator.json" >/dev/null
+    "$BIN/fcm-emulator" --listen "127.0.0.1:$EMU_PORT" --tls-cert "$WORK/certs/server.pem" --tls-key "$WORK/certs/server-key.pem" \
+      --service-account "$WORK/sa-emulator.json" --latency "$latency" >"$WORK/logs/emulator-$latency.log" 2>&1 9>&- &
+    EMULATOR_PID=$!
+    for _ in $(seq 100); do grep -q "listening on" "$WORK/logs/emulator-$latency.log" && break; sleep 0.1; done
+    run_worker "latency$latency" "$LAT_JOBS" 1 "https://127.0.0.1:$EMU_PORT" "$WORK/sa-emulator.json"
+    kill "$EMULATOR_PID"; wait "$EMULATOR_PID" 2>/dev/null || true; EMULATOR_PID=""
+  done
+fi
+
+echo
+echo "== figures (one run, same machine, ratios against floors measured in this run)"
+wants single && report_pair single single "30 000-style run: $JOBS jobs x 1 recipient"
+wants ten && report_pair ten ten "$((JOBS / 10)) jobs x 10 recipients"
+if wants latency; then
+  printf '\nfcm-emulator latency, default flags: 0 ms %s msg/s, 100 ms %s msg/s, ratio %s (target >= 0.8)\n' \
+    "${FIG[latency0.rate]}" "${FIG[latency100.rate]}" "$(ratio "${FIG[latency100.rate]}" "${FIG[latency0.rate]}")"
+fi
+
+soak() { # $1 = messages: single-recipient jobs fed in chunks while the worker runs; RSS sampled every 5 s
+  local total=$1 chunk=50000 published=0 done_count=0 mport next_sample rss first_rss="" max_rss=0 start
+  mport=$(free_port)
+  "$PC" worker --config "$WORK/apps.json" --amqp-url "$AMQP_URL" --fcm-url "$FCM_URL" --ca-file "$WORK/certs/ca.pem" \
+    --http "127.0.0.1:$mport" >"$WORK/logs/worker-soak.log" 2>&1 9>&- &
+  WORKER_PID=$!
+  start=$(date +%s)
+  next_sample=$start
+  echo "   elapsed_s results rss_mib" > "$WORK/soak.txt"
+  while ((done_count < total)); do
+    kill -0 "$WORKER_PID" 2>/dev/null || { echo "run.sh: the worker exited; its log:" >&2; tail -20 "$WORK/logs/worker-soak.log" >&2; exit 1; }
+    done_count=$(results_done "$mport" || echo 0)
+    done_count=${done_count:-0}
+    if ((published < total && published - done_count < 2 * chunk)); then
+      local n=$((total - published < chunk ? total - published : chunk))
+      jobs_file "$n" 1 "$WORK/soak.jsonl" $((2000000 + published))
+      publish "$WORK/soak.jsonl"
+      published=$((published + n))
+    fi
+    if (( $(date +%s) >= next_sample )); then
+      rss=$(rss_mib "$WORKER_PID")
+      echo "   $(( $(date +%s) - start )) $done_count $rss" >> "$WORK/soak.txt"
+      if ((done_count >= 100000)); then
+        [ -z "$first_rss" ] && first_rss=$rss
+        max_rss=$(calc "max($max_rss, $rss)")
+      fi
+      next_sample=$((next_sample + 5))
+    fi
+    sleep 0.2
+  done
+  rss=$(rss_mib "$WORKER_PID")
+  echo "   $(( $(date +%s) - start )) $done_count $rss" >> "$WORK/soak.txt"
+  max_rss=$(calc "max($max_rss, $rss)")
+  cat "$WORK/soak.txt"
+  printf '   soak: %s results in %s s; RSS at 100 000 results %s MiB, highest after %s MiB (ratio %s, target <= 1.10); peak RSS %s MiB (target <= 64)\n' \
+    "$done_count" "$(( $(date +%s) - start ))" "${first_rss:-n/a}" "$max_rss" \
+    "$( [ -n "$first_rss" ] && ratio "$max_rss" "$first_rss" || echo n/a)" "$(peak_rss_mib "$WORKER_PID")"
+  kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null || true; WORKER_PID=""
+}
+
+if wants soak && ((SOAK > 0)); then
+  echo
+  echo "== soak: $SOAK single-recipient messages against nginx, default flags"
+  soak "$SOAK"
+fi
