@@ -3,7 +3,8 @@
 # Needs root (or sudo). The Swift 6 toolchain itself must already be on PATH.
 set -euo pipefail
 PACKAGES=(pkg-config librabbitmq-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev libmicrohttpd-dev
-          libsqlite3-dev sqlite3 rabbitmq-server nghttp2-client curl openssl wrk bc)
+          libsqlite3-dev sqlite3 rabbitmq-server nghttp2-client curl openssl wrk bc
+          prometheus)  # promtool: checks the /metrics text in the tests
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

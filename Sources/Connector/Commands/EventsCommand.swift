@@ -8,13 +8,13 @@ public struct EventsCommand: Command {
         name: "events",
         valueOptions: CommonOptions.broker.union([
             "--config", "--http", "--db", "--event-keys", "--http-threads", "--publishers", "--batch-size", "--batch-delay-ms",
-            "--prefetch", "--log-level", "--max-connections", "--max-connections-per-ip", "--request-deadline-s",
+            "--prefetch", "--log-level", "--log-format", "--max-connections", "--max-connections-per-ip", "--request-deadline-s",
         ]),
         flags: ["--no-consume", "--no-http", "--no-declare"],
         usage: """
         usage: push-connector events --http HOST:PORT --db FILE [--config APPS.json] [options]
 
-        Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz and GET /metrics;
+        Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz, /readyz and /metrics;
         every accepted event is published to <prefix>.events and confirmed before the 202. Consumes
         <prefix>.events and <prefix>.events.results into the SQLite database FILE (WAL, batched
         transactions, acks after COMMIT), idempotently. Read it with `push-connector stats`.
@@ -39,6 +39,7 @@ public struct EventsCommand: Command {
           --prefetch N          unacked deliveries per queue (default 2000)
           --no-declare          do not declare the topology
           --log-level LEVEL     debug | info | warn | error (default info)
+          --log-format FORMAT   text | json (env PUSH_CONNECTOR_LOG_FORMAT; default text)
         """)
 
     let arguments: ParsedArguments
@@ -73,7 +74,8 @@ public struct EventsCommand: Command {
         configuration.batchSize = try a.integer("--batch-size", in: "events", default: 500, range: 1...10_000)
         configuration.batchDelay = .milliseconds(try a.integer("--batch-delay-ms", in: "events", default: 50, range: 0...10_000))
         configuration.prefetch = UInt16(try a.integer("--prefetch", in: "events", default: 2000, range: 1...65_535))
-        let logger = Logger(component: "events", minimumLevel: try LogLevelOption.parse(a, command: "events"))
+        let logger = Logger(component: "events", minimumLevel: try LogLevelOption.parse(a, command: "events"),
+                            format: try LogFormatOption.parse(a, context, command: "events"))
         if !a.has("--no-declare") { try declare(topology, settings: settings) }
 
         let service: EventsService
@@ -89,9 +91,9 @@ public struct EventsCommand: Command {
     }
 
     /// `HOST:PORT` (IPv4 host).
-    static func hostPort(_ text: String) throws(UsageError) -> (String, Int) {
+    static func hostPort(_ text: String, command: String = "events") throws(UsageError) -> (String, Int) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
-            throw UsageError("events: --http must be HOST:PORT, got \"\(text)\"")
+            throw UsageError("\(command): --http must be HOST:PORT, got \"\(text)\"")
         }
         let host = String(text[..<colon])
         return (host.isEmpty ? "0.0.0.0" : host, port)

@@ -10,7 +10,7 @@ public struct WorkerCommand: Command {
         name: "worker",
         valueOptions: CommonOptions.broker.union(CommonOptions.fcm).union([
             "--config", "--prefetch", "--lanes", "--max-attempts", "--retry-base-delay", "--max-age", "--shutdown-deadline", "--log-level",
-            "--max-job-bytes",
+            "--max-job-bytes", "--http", "--log-format",
         ]),
         flags: CommonOptions.fcmFlags.union(["--no-declare"]),
         usage: """
@@ -32,6 +32,8 @@ public struct WorkerCommand: Command {
           --shutdown-deadline S seconds to finish in-flight work on SIGTERM (default 30)
           --max-job-bytes N     larger job bodies are dead-lettered unparsed as INVALID_JOB (default 1048576)
           --log-level LEVEL     debug | info | warn | error (default info)
+          --log-format FORMAT   text | json (env PUSH_CONNECTOR_LOG_FORMAT; default text)
+          --http HOST:PORT      serve GET /healthz, /readyz, /metrics (env PUSH_CONNECTOR_HTTP; default off)
           --no-declare          do not declare the topology (it is managed elsewhere)
         """)
 
@@ -57,24 +59,45 @@ public struct WorkerCommand: Command {
         configuration.lanes = try a.integer("--lanes", in: "worker", default: 1, range: 1...64)
         configuration.shutdownDeadline = .seconds(try a.integer("--shutdown-deadline", in: "worker", default: 30, range: 0...3600))
         let maxJobBytes = try a.integer("--max-job-bytes", in: "worker", default: JobProcessor.defaultMaxJobBytes, range: 1_024...(64 << 20))
-        let logger = Logger(component: "worker", minimumLevel: try LogLevelOption.parse(a, command: "worker"))
+        let logger = Logger(component: "worker", minimumLevel: try LogLevelOption.parse(a, command: "worker"),
+                            format: try LogFormatOption.parse(a, context, command: "worker"))
+        let httpAddress = try (a.value("--http") ?? context.environment["PUSH_CONNECTOR_HTTP"]).map {
+            try EventsCommand.hostPort($0, command: "worker")
+        }
+        let metrics = WorkerMetrics()
 
         let configPath = try a.required("--config", in: "worker")
         let registry = try AppConfigurationFile.load(configPath)
-        let client = FCMClient(configuration: fcmConfiguration)
+        var observed = fcmConfiguration
+        observed.observer = metrics
+        let client = FCMClient(configuration: observed)
         defer { client.shutdown() }
         let catalog = AppCatalog(.init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
         if a.has("--no-declare") { try verify(topology, settings: settings) } else { try declare(topology, settings: settings) }
 
         var processor = JobProcessor(catalog: catalog, topology: topology, planner: JobPlanner(policy: policy))
         processor.maxJobBytes = maxJobBytes
-        let worker = SendWorker(configuration: configuration, processor: processor, logger: logger)
+        let worker = SendWorker(configuration: configuration, processor: processor, logger: logger, metrics: metrics)
+        metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
+        var server: MicroHTTPServer?
+        if let (host, port) = httpAddress {
+            var http = MicroHTTPServer.Configuration()
+            (http.host, http.port, http.threads, http.connectionLimit) = (host, port, 1, 64)
+            do {
+                server = try MicroHTTPServer(configuration: http, handler: WorkerEndpoints.handler(for: worker))
+            } catch {
+                throw CommandFailure("worker: --http: \(error)")
+            }
+        }
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)
-        SignalHandlers.on(SIGHUP) { Self.reload(configPath, into: catalog, client: client, logger: logger) }
+        SignalHandlers.on(SIGHUP) { Self.reload(configPath, into: catalog, client: client, metrics: metrics, logger: logger) }
         logger.info("worker starting", ["apps": "\(registry.apps.count)", "fcm": fcmConfiguration.baseURL,
-                                        "broker": settings.redactedURL, "lanes": "\(configuration.lanes)"])
+                                        "broker": settings.redactedURL, "lanes": "\(configuration.lanes)",
+                                        "http": server.map { "\(httpAddress?.0 ?? ""):\($0.port)" } ?? "off",
+                                        "version": BuildInfo.version])
         await worker.run(until: shutdown)
+        await server?.stop()
         return 0
     }
 }
@@ -82,12 +105,14 @@ public struct WorkerCommand: Command {
 extension WorkerCommand {
     /// SIGHUP: reads the App ID file and the credentials again; a bad file is refused (logged)
     /// and the worker keeps serving the previous configuration.
-    static func reload(_ path: String, into catalog: AppCatalog, client: FCMClient, logger: Logger) {
+    static func reload(_ path: String, into catalog: AppCatalog, client: FCMClient, metrics: WorkerMetrics, logger: Logger) {
         do {
             let registry = try AppConfigurationFile.load(path)
             catalog.replace(with: .init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
+            metrics.reloadsSucceeded.increment()
             logger.info("configuration reloaded", ["apps": registry.appIDs.joined(separator: ",")])
         } catch {
+            metrics.reloadsFailed.increment()
             logger.error("configuration reload refused; keeping the previous one", ["error": "\(error)"])
         }
     }
@@ -120,6 +145,17 @@ func verify(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure)
         throw failure
     } catch {
         throw CommandFailure("cannot reach \(settings.redactedURL): \(error)")
+    }
+}
+
+/// `--log-format` (env `PUSH_CONNECTOR_LOG_FORMAT`).
+enum LogFormatOption {
+    static func parse(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> Logger.Format {
+        let text = a.value("--log-format") ?? context.environment["PUSH_CONNECTOR_LOG_FORMAT"] ?? "text"
+        guard let format = Logger.Format(rawValue: text) else {
+            throw UsageError("\(command): --log-format must be text or json, got \"\(text)\"")
+        }
+        return format
     }
 }
 
