@@ -156,8 +156,11 @@ func eventJSON(_ type: String, _ id: String, at: String = "2026-11-29T21:05:00Z"
         #expect(try await eventsHTTP("POST", events.base + "/event", body: eventJSON("open", "mnid2m.1.2.3.4.5")).0 == 202)
         #expect(try f.messageCount(f.topology.eventsQueue) == 1)
         let metrics = try await eventsHTTP("GET", events.base + "/metrics").1
-        #expect(metrics.contains("push_events_invalid_requests_total 9"))
-        #expect(metrics.contains("push_events_accepted_total 1"))
+        let parsed = try PrometheusExposition(metrics)
+        #expect(parsed.value("push_connector_events_rejected_total", ["reason": "invalid"]) == Double(cases.count))
+        #expect(parsed.value("push_connector_events_rejected_total", ["reason": "too_large"]) == 1)
+        #expect(parsed.value("push_connector_events_accepted_total") == 1)
+        #expect(parsed.value("push_connector_events_received_total", ["type": "open"]) == 1)
         await events.stop()
     }
 
@@ -172,7 +175,8 @@ func eventJSON(_ type: String, _ id: String, at: String = "2026-11-29T21:05:00Z"
         #expect(status == 503, "\(body)")
         #expect(body.contains("UNAVAILABLE"))
         #expect(try await eventsHTTP("POST", events.base + "/events", body: #"{"events":[\#(eventJSON("click", "mnid2m.1.2.3.4.5"))]}"#).0 == 503)
-        #expect(try await eventsHTTP("GET", events.base + "/healthz").0 == 200)
+        let (health, reason) = try await eventsHTTP("GET", events.base + "/healthz")
+        #expect(health == 503 && reason.contains("broker"), "\(health) \(reason)")
         #expect(events.service.metrics.accepted.value == 0)
         await events.stop()
     }
