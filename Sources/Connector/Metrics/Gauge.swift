@@ -1,9 +1,11 @@
 import Synchronization
 
 /// A value that goes up and down (one series of a `GaugeFamily`).
-public final class Gauge: Sendable {
+public final class Gauge: ScalarSeries {
     private let current = Atomic<Int>(0)
 
+    public static var type: String { "gauge" }
+    public init() {}
     public func set(_ value: Int) { current.store(value, ordering: .relaxed) }
     public func increment(by amount: Int = 1) { current.add(amount, ordering: .relaxed) }
     public func decrement(by amount: Int = 1) { current.subtract(amount, ordering: .relaxed) }
@@ -11,27 +13,7 @@ public final class Gauge: Sendable {
 }
 
 /// A gauge with labels, set by its owner.
-public final class GaugeFamily: MetricFamily {
-    let name: String
-    let help: String
-    var type: String { "gauge" }
-    private let table: SeriesTable<Gauge>
-
-    init(name: String, help: String, labelNames: [String]) {
-        self.name = name
-        self.help = help
-        table = SeriesTable(labelNames: labelNames) { Gauge() }
-    }
-
-    /// The series for these label values, in the order of the family's label names.
-    public func labels(_ values: String...) -> Gauge { table.handle(values) }
-
-    func renderSamples(into text: inout String) {
-        for (values, gauge) in table.sorted {
-            text += name + PrometheusText.labels(table.labelNames, values) + " \(gauge.value)\n"
-        }
-    }
-}
+public typealias GaugeFamily = ScalarFamily<Gauge>
 
 /// A gauge read at scrape time from state owned elsewhere (lanes connected, paused projects):
 /// nothing to keep in step, and the value is never stale.
