@@ -126,8 +126,12 @@ func whileTheBrokerIsStopped(_ f: PipelineFixture, _ body: () async throws -> Vo
         _ = try await f.results(1)
         _ = try await f.take(1, from: f.topology.deadLetterQueue)
         try await waitForLog(worker.logPath, "job dead-lettered")
+        kill(worker.process.processIdentifier, SIGHUP)
+        try await waitForLog(worker.logPath, "configuration reloaded")
         let metrics = try PrometheusExposition(try await eventsHTTP("GET", base + "/metrics").1)
         #expect(metrics.value("push_connector_results_total", ["app_id": "shop-android", "outcome": "sent"]) == 1)
+        #expect(metrics.value("push_connector_config_reloads_total", ["result": "ok"]) == 1)
+        #expect(metrics.value("push_connector_config_reloads_total", ["result": "error"]) == 0)
         #expect(try await worker.terminate(within: .seconds(30)) == 0)
 
         let lines = try worker.log.split(separator: "\n").map { line in
