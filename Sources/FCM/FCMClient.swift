@@ -29,6 +29,8 @@ public final class FCMClient: Sendable {
         /// A token endpoint's `expires_in` below this is raised to it, so `expires_in: 0` cannot
         /// make every send fetch a token.
         public var minimumTokenLifetime: Duration = .seconds(60)
+        /// Told about every send request (metrics); nil: nobody watches.
+        public var observer: (any FCMExchangeObserver)?
         public init() {}
     }
 
@@ -89,7 +91,13 @@ public final class FCMClient: Sendable {
             let request = HTTPRequest(url: url, headers: ["Authorization: Bearer " + token.value,
                                                           "Content-Type: application/json"],
                                       body: messageBody)
-            switch await transport.send(request) {
+            configuration.observer?.exchangeStarted()
+            let started = ContinuousClock.now
+            let answer = await transport.send(request)
+            if let observer = configuration.observer {
+                observer.exchangeFinished(status: try? answer.get().status, duration: ContinuousClock.now - started)
+            }
+            switch answer {
             case .failure(let error):
                 if resendsLeft > 0, error.kind == .connectionLost || error.kind == .connectFailed {
                     resendsLeft -= 1
@@ -119,9 +127,9 @@ public final class FCMClient: Sendable {
     private func pausingOnConfigurationFailure(_ outcome: FCMOutcome, projectID: String) -> FCMOutcome {
         switch outcome {
         case .authFailed:
-            rateLimiter.recordConfigurationFailure(project: projectID)
+            rateLimiter.recordConfigurationFailure(project: projectID, reason: .auth)
         case .configurationFailed(let failure) where failure.code == FCMResponseDecoder.unexpectedResponseCode:
-            rateLimiter.recordConfigurationFailure(project: projectID)
+            rateLimiter.recordConfigurationFailure(project: projectID, reason: .config)
         default:
             break
         }

@@ -29,7 +29,19 @@ public final class ProjectRateLimiter: Sendable {
         case deferred(Duration)
     }
 
+    /// Why a project is paused (the `reason` label of the paused-projects gauge).
+    public enum PauseReason: String, Sendable, CaseIterable {
+        /// FCM answered 429.
+        case quota
+        /// Our credentials were refused (access token after a refresh, or the token endpoint).
+        case auth
+        /// An answer that is not FCM's (wrong URL, proxy page).
+        case config
+    }
+
     public let configuration: Configuration
+    /// The latest pause of each project and why (for `pausedProjects`).
+    private let pauses = Mutex<[String: (until: ContinuousClock.Instant, reason: PauseReason)]>([:])
     private let now: @Sendable () -> ContinuousClock.Instant
     private let buckets = Mutex<[String: TokenBucket]>([:])
     /// Per-project sends per minute replacing `configuration.perMinute` (from the App ID file).
@@ -100,21 +112,34 @@ public final class ProjectRateLimiter: Sendable {
 
     /// Records a 429 for `project`: pause it for max(Retry-After, minimumQuotaPause).
     public func recordQuotaExceeded(project: String, retryAfter: Duration?) {
-        pause(project: project, for: max(retryAfter ?? .zero, configuration.minimumQuotaPause))
+        pause(project: project, for: max(retryAfter ?? .zero, configuration.minimumQuotaPause), reason: .quota)
     }
 
     /// Records an authentication or configuration failure for `project`: pause it for
     /// `configurationPause`, so a broken setup is not hammered once per message.
-    public func recordConfigurationFailure(project: String) {
-        pause(project: project, for: configuration.configurationPause)
+    public func recordConfigurationFailure(project: String, reason: PauseReason = .config) {
+        pause(project: project, for: configuration.configurationPause, reason: reason)
     }
 
-    private func pause(project: String, for pause: Duration) {
+    private func pause(project: String, for pause: Duration, reason: PauseReason) {
         let instant = now()
+        pauses.withLock { pauses in
+            if let current = pauses[project], current.until > instant + pause { return }
+            pauses[project] = (instant + pause, reason)
+        }
         buckets.withLock { buckets in
             var bucket = buckets[project] ?? newBucket(project, now: instant)
             bucket.pause(until: instant + pause)
             buckets[project] = bucket
+        }
+    }
+
+    /// Projects paused right now, by the reason of their latest pause.
+    public func pausedProjects() -> [PauseReason: Int] {
+        let instant = now()
+        return pauses.withLock { pauses in
+            pauses = pauses.filter { $0.value.until > instant }
+            return pauses.values.reduce(into: [:]) { $0[$1.reason, default: 0] += 1 }
         }
     }
 

@@ -96,7 +96,10 @@ final class PipelineFixture: Sendable {
         var fcm = FCMClient.Configuration()
         fcm.baseURL = emulator.baseURL + fcmPath
         fcm.transport.requestTimeout = .seconds(10)
-        let sender = try FCMPushSender(client: FCMClient(configuration: fcm), registry: registry)
+        let metrics = WorkerMetrics()
+        fcm.observer = metrics
+        let client = FCMClient(configuration: fcm)
+        let sender = try FCMPushSender(client: client, registry: registry)
         let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1), maxDelay: .seconds(1))
         var configuration = SendWorker.Configuration(settings: settings, topology: topology)
         configuration.prefetch = prefetch
@@ -104,7 +107,10 @@ final class PipelineFixture: Sendable {
         configuration.shutdownDeadline = shutdownDeadline
         configuration.reconnectBackoff = Backoff(initial: .milliseconds(100), max: .seconds(1))
         let processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
-        return SendWorker(configuration: configuration, processor: processor, logger: Logger(component: "test-worker", minimumLevel: .warning))
+        let worker = SendWorker(configuration: configuration, processor: processor,
+                                logger: Logger(component: "test-worker", minimumLevel: .warning), metrics: metrics)
+        metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
+        return worker
     }
 
     /// Runs a worker in the background until the returned signal is triggered.

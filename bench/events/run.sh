@@ -41,8 +41,8 @@ wait_stored() {
   local start
   start=$(date +%s.%N)
   for _ in $(seq 600); do
-    local done=$(( $(metric push_events_stored_total) + $(metric push_events_duplicates_total) ))
-    [ "$done" -ge "$(metric push_events_accepted_total)" ] && break
+    local done=$(( $(metric 'push_connector_events_stored_total{kind="event"}') + $(metric push_connector_events_duplicates_total) ))
+    [ "$done" -ge "$(metric push_connector_events_accepted_total)" ] && break
     sleep 0.05
   done
   echo "$(date +%s.%N) - $start" | bc
@@ -61,7 +61,7 @@ base=$(rate_of <<< "$base_out")
 printf '%-34s %10s req/s\n' "baseline GET /healthz" "$base"
 
 for phase in single batch10 batch100; do
-  before=$(metric push_events_stored_total)
+  before=$(metric 'push_connector_events_stored_total{kind="event"}')
   start=$(date +%s.%N)
   case $phase in
     single) out=$(run_wrk event.lua /event) ;;
@@ -70,7 +70,7 @@ for phase in single batch10 batch100; do
   esac
   lag=$(wait_stored)
   end=$(date +%s.%N)
-  stored=$(( $(metric push_events_stored_total) - before ))
+  stored=$(( $(metric 'push_connector_events_stored_total{kind="event"}') - before ))
   reqs=$(rate_of <<< "$out")
   errors=$(non2xx <<< "$out"); errors=${errors:-0}
   eps=$(echo "scale=0; $stored / ($end - $start)" | bc)
@@ -78,4 +78,4 @@ for phase in single batch10 batch100; do
   printf '%-34s %10s req/s  %8s events/s stored (incl. %.2fs drain)  events/s ÷ healthz req/s %s  non-2xx %s\n' \
     "POST ${phase}" "$reqs" "$eps" "$lag" "$ratio" "$errors"
 done
-echo "stored in total (expected: all distinct, duplicates 0): $(metric push_events_stored_total), duplicates: $(metric push_events_duplicates_total), transactions: $(metric push_events_transactions_total), 503s: $(metric push_events_unavailable_total)"
+echo "stored in total (expected: all distinct, duplicates 0): $(metric 'push_connector_events_stored_total{kind="event"}'), duplicates: $(metric push_connector_events_duplicates_total), transactions: $(metric push_connector_events_transactions_total), 503s: $(metric 'push_connector_events_rejected_total{reason="unavailable"}')"

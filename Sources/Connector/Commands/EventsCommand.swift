@@ -7,7 +7,7 @@ public struct EventsCommand: Command {
     public static let spec = CommandSpec(
         name: "events", synopsis: "--http HOST:PORT --db FILE [--config APPS.json] [options]",
         about: """
-        Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz and GET /metrics;
+        Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz, /readyz and /metrics;
         every accepted event is published to <prefix>.events and confirmed before the 202. Consumes
         <prefix>.events and <prefix>.events.results into the SQLite database FILE (WAL, batched
         transactions, acks after COMMIT), idempotently. Read it with `push-connector stats`.
@@ -80,7 +80,8 @@ public struct EventsCommand: Command {
             try check(configuration, context)
             return 0
         }
-        let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments))
+        let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments),
+                            format: Logger.Format(rawValue: arguments.value("--log-format") ?? "text") ?? .text)
         if !arguments.has("--no-declare") { try declare(configuration.topology, settings: configuration.settings) }
 
         let service: EventsService

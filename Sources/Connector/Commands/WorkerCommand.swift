@@ -57,28 +57,45 @@ public struct WorkerCommand: Command {
             context.console.out(plan.summary(arguments))
             return 0
         }
-        let logger = Logger(component: "worker", minimumLevel: plan.logLevel)
-        let client = FCMClient(configuration: plan.fcm)
+        let logger = Logger(component: "worker", minimumLevel: plan.logLevel, format: Logger.Format(rawValue: plan.logFormat) ?? .text)
+        let metrics = WorkerMetrics()
+        var observed = plan.fcm
+        observed.observer = metrics
+        let client = FCMClient(configuration: observed)
         defer { client.shutdown() }
         let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry)))
         if plan.declareTopology { try declare(plan.topology, settings: plan.settings) } else { try verify(plan.topology, settings: plan.settings) }
 
         var processor = JobProcessor(catalog: catalog, topology: plan.topology, planner: JobPlanner(policy: plan.policy))
         processor.maxJobBytes = plan.maxJobBytes
-        let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger)
+        let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger, metrics: metrics)
+        metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
+        var server: MicroHTTPServer?
+        if let address = plan.http {
+            var http = MicroHTTPServer.Configuration()
+            (http.host, http.port, http.threads, http.connectionLimit) = (address.host, address.port, 1, 64)
+            do {
+                server = try MicroHTTPServer(configuration: http, handler: WorkerEndpoints.handler(for: worker))
+            } catch {
+                throw CommandFailure("worker: --http: \(error)")
+            }
+        }
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)
         let configPath = plan.configPath
-        SignalHandlers.on(SIGHUP) { Self.reload(configPath, into: catalog, client: client, logger: logger) }
+        SignalHandlers.on(SIGHUP) { Self.reload(configPath, into: catalog, client: client, metrics: metrics, logger: logger) }
         let watcher = plan.configPoll.map { interval in
             ConfigurationWatcher(path: configPath, interval: interval) {
-                Self.reload(configPath, into: catalog, client: client, logger: logger)
+                Self.reload(configPath, into: catalog, client: client, metrics: metrics, logger: logger)
             }.start()
         }
         defer { watcher?.cancel() }
         logger.info("worker starting", ["apps": "\(plan.registry.apps.count)", "fcm": plan.fcm.baseURL,
-                                        "broker": plan.settings.redactedURL, "lanes": "\(plan.worker.lanes)"])
+                                        "broker": plan.settings.redactedURL, "lanes": "\(plan.worker.lanes)",
+                                        "http": server.map { "\(plan.http?.host ?? ""):\($0.port)" } ?? "off",
+                                        "version": BuildInfo.version])
         await worker.run(until: shutdown)
+        await server?.stop()
         return 0
     }
 }
@@ -86,12 +103,14 @@ public struct WorkerCommand: Command {
 extension WorkerCommand {
     /// SIGHUP or a change on disk: reads the App ID file and the credentials again; a bad file
     /// is refused (logged) and the worker keeps serving the previous configuration.
-    static func reload(_ path: String, into catalog: AppCatalog, client: FCMClient, logger: Logger) {
+    static func reload(_ path: String, into catalog: AppCatalog, client: FCMClient, metrics: WorkerMetrics, logger: Logger) {
         do {
             let registry = try AppConfigurationFile.load(path)
             catalog.replace(with: .init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
+            metrics.reloadsSucceeded.increment()
             logger.info("configuration reloaded", ["apps": registry.appIDs.joined(separator: ",")])
         } catch {
+            metrics.reloadsFailed.increment()
             logger.error("configuration reload refused; keeping the previous one", ["error": "\(error)"])
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PushCore
 
 /// Writes records to the `EventStore` on a thread of its own, in batched transactions: it
@@ -20,6 +21,8 @@ public final class BatchWriter: @unchecked Sendable {
     private let store: EventStore
     /// Transactions failed in a row (touched only by the writer thread): drives the backoff.
     private var consecutiveFailures = 0
+    /// The latest transaction failed (for `/healthz`).
+    public let lastTransactionFailed = Atomic<Bool>(false)
     private let metrics: EventMetrics
     private let logger: Logger
     private let maxBatch: Int
@@ -95,14 +98,16 @@ public final class BatchWriter: @unchecked Sendable {
     private func write(_ batch: [Pending]) {
         do {
             let summary = try store.store(batch.map(\.record))
-            metrics.transactions.add(1, ordering: .relaxed)
-            metrics.duplicates.add(summary.duplicates, ordering: .relaxed)
-            metrics.eventsStored.add(summary.eventsInserted, ordering: .relaxed)
-            metrics.sendsStored.add(summary.sendsInserted, ordering: .relaxed)
+            metrics.transactions.increment()
+            metrics.duplicates.increment(by: summary.duplicates)
+            metrics.eventsStored.increment(by: summary.eventsInserted)
+            metrics.sendsStored.increment(by: summary.sendsInserted)
             for p in batch { p.settle(true) }
             consecutiveFailures = 0
+            lastTransactionFailed.store(false, ordering: .relaxed)
         } catch {
-            metrics.storeFailures.add(1, ordering: .relaxed)
+            metrics.storeFailures.increment()
+            lastTransactionFailed.store(true, ordering: .relaxed)
             logger.error("transaction failed; deliveries requeued", ["error": "\(error)", "records": "\(batch.count)"])
             for p in batch { p.settle(false) }
             // A store that keeps failing (disk full, locked file) must not spin on redeliveries.

@@ -1,8 +1,8 @@
 import Foundation
 import PushCore
 
-/// The HTTP face of the events service: `POST /event`, `POST /events`, `GET /healthz`,
-/// `GET /metrics`. Validates every event (nothing is queued when any is invalid), checks the
+/// The HTTP face of the events service: `POST /event`, `POST /events`, and the
+/// `OperationsEndpoints` (`GET /healthz`, `/readyz`, `/metrics`). Validates every event (nothing is queued when any is invalid), checks the
 /// optional event key, publishes with confirms and only then answers 202 `{"accepted":N}`;
 /// 503 when the broker cannot confirm (the app retries; duplicates count once downstream).
 public struct EventIngestion: HTTPHandler {
@@ -15,12 +15,16 @@ public struct EventIngestion: HTTPHandler {
     /// Known App IDs (from `--config`); nil accepts any `app_id`.
     let knownApps: Set<String>?
     let keys: EventKeys?
+    let operations: OperationsEndpoints
 
-    public init(publisher: EventPublisher, metrics: EventMetrics, knownApps: Set<String>? = nil, keys: EventKeys? = nil) {
+    /// `health` answers both probes: nil when healthy, else why not.
+    public init(publisher: EventPublisher, metrics: EventMetrics, knownApps: Set<String>? = nil, keys: EventKeys? = nil,
+                health: @escaping OperationsEndpoints.Check = { nil }) {
         self.publisher = publisher
         self.metrics = metrics
         self.knownApps = knownApps
         self.keys = keys
+        operations = OperationsEndpoints(health: health, readiness: health, metrics: { metrics.prometheusText })
     }
 
     /// With event keys, a `POST /event(s)` whose header opens no App ID at all is refused with
@@ -29,8 +33,8 @@ public struct EventIngestion: HTTPHandler {
         guard let keys, request.method == "POST", request.path == "/event" || request.path == "/events",
               !keys.opensAny(presented: request.headers[Self.keyHeader])
         else { return nil }
-        metrics.requests.add(1, ordering: .relaxed)
-        metrics.unauthorized.add(1, ordering: .relaxed)
+        metrics.requests.increment()
+        metrics.unauthorized.increment()
         return Self.keyRefusal
     }
 
@@ -39,15 +43,12 @@ public struct EventIngestion: HTTPHandler {
                                   "the X-Push-Event-Key header does not open events of this app_id (or app_id is missing)")
 
     public func respond(to request: HTTPRequest) -> HTTPReply {
-        metrics.requests.add(1, ordering: .relaxed)
+        metrics.requests.increment()
+        if let answer = operations.answer(request) { return answer }
         switch (request.method, request.path) {
-        case ("GET", "/healthz"), ("HEAD", "/healthz"):
-            return .now(HTTPResponse(status: 200, text: #"{"status":"ok"}"#))
-        case ("GET", "/metrics"):
-            return .now(HTTPResponse(status: 200, contentType: "text/plain; version=0.0.4", text: metrics.prometheusText))
         case ("POST", "/event"), ("POST", "/events"):
             return ingest(request, batch: request.path == "/events")
-        case (_, "/event"), (_, "/events"), (_, "/healthz"), (_, "/metrics"):
+        case (_, "/event"), (_, "/events"):
             return .now(Self.error(405, code: "METHOD_NOT_ALLOWED", field: "$", "\(request.method) is not allowed on \(request.path)"))
         default:
             return .now(Self.error(404, code: "NOT_FOUND", field: "$", "no such endpoint: \(request.path)"))
@@ -56,11 +57,11 @@ public struct EventIngestion: HTTPHandler {
 
     private func ingest(_ request: HTTPRequest, batch: Bool) -> HTTPReply {
         if request.bodyTooLarge {
-            metrics.invalidRequests.add(1, ordering: .relaxed)
+            metrics.tooLarge.increment()
             return .now(Self.error(413, code: "BODY_TOO_LARGE", field: "$", "the body is larger than the limit (1 MiB by default)"))
         }
         if request.overBudget {
-            metrics.unavailable.add(1, ordering: .relaxed)
+            metrics.busy.increment()
             return .now(Self.error(503, code: "BUSY", field: "$", "too many request bodies in progress; retry later"))
         }
         // With keys, the key is checked before the App ID list: a key failure is the same 401
@@ -68,30 +69,32 @@ public struct EventIngestion: HTTPHandler {
         let events: [PushEvent]
         switch Self.decode(request.body, batch: batch, knownApps: keys == nil ? knownApps : nil) {
         case .failure(let issues):
-            metrics.invalidRequests.add(1, ordering: .relaxed)
+            metrics.invalidRequests.increment()
             return .now(Self.error(400, issues))
         case .success(let decoded): events = decoded
         }
         if let keys {
             let presented = request.headers[Self.keyHeader]
             if events.contains(where: { !keys.allows(appID: $0.appID, presented: presented) }) {
-                metrics.unauthorized.add(1, ordering: .relaxed)
+                metrics.unauthorized.increment()
                 return .now(Self.keyRefusal)
             }
             if case .failure(let issues) = Self.decode(request.body, batch: batch, knownApps: knownApps) {
-                metrics.invalidRequests.add(1, ordering: .relaxed)
+                metrics.invalidRequests.increment()
                 return .now(Self.error(400, issues))
             }
         }
         let bodies = events.map { Data($0.encoded().encodedBytes()) }
+        let types = events.map(\.eventType.rawValue)
         let publisher = self.publisher, metrics = self.metrics
         return .later {
             do {
                 try await publisher.publish(bodies)
-                metrics.accepted.add(bodies.count, ordering: .relaxed)
+                metrics.accepted.increment(by: bodies.count)
+                for type in types { metrics.received.labels(type).increment() }
                 return HTTPResponse(status: 202, text: #"{"accepted":\#(bodies.count)}"#)
             } catch {
-                metrics.unavailable.add(1, ordering: .relaxed)
+                metrics.unavailable.increment()
                 return Self.error(503, code: "UNAVAILABLE", field: "$", "\(error); retry later")
             }
         }

@@ -1,43 +1,53 @@
-import Synchronization
-
-/// Counters of the events service, exposed as Prometheus text on `GET /metrics`.
+/// The events service's metrics, exposed as Prometheus text on `GET /metrics` (names in
+/// docs/operations.md, "Metrics").
 public final class EventMetrics: Sendable {
-    public let requests = Atomic<Int>(0)
+    public let registry = MetricsRegistry()
+    public let requests: Counter
     /// Events answered 202 (published and confirmed).
-    public let accepted = Atomic<Int>(0)
-    /// Requests answered 400 / 413.
-    public let invalidRequests = Atomic<Int>(0)
+    public let accepted: Counter
+    /// `{type}`: events accepted, by event type.
+    public let received: CounterFamily
+    /// Requests answered 400 (`reason="invalid"`) and 413 (`too_large`).
+    public let invalidRequests: Counter
+    public let tooLarge: Counter
     /// Requests answered 401 (missing or wrong event key).
-    public let unauthorized = Atomic<Int>(0)
-    /// Requests answered 503 (broker unreachable or publish not confirmed).
-    public let unavailable = Atomic<Int>(0)
-    /// Records committed to the database (events and sends), duplicates excluded.
-    public let eventsStored = Atomic<Int>(0)
-    public let sendsStored = Atomic<Int>(0)
+    public let unauthorized: Counter
+    /// Requests answered 503: broker unreachable or publish not confirmed (`unavailable`), or
+    /// too many bodies held at once (`busy`).
+    public let unavailable: Counter
+    public let busy: Counter
+    /// Records committed to the database (`kind` event / result), duplicates excluded.
+    public let eventsStored: Counter
+    public let sendsStored: Counter
     /// Redelivered or resent records that were already stored.
-    public let duplicates = Atomic<Int>(0)
-    /// Deliveries that could not be parsed, moved to the events DLQ.
-    public let deadLettered = Atomic<Int>(0)
-    public let transactions = Atomic<Int>(0)
-    public let storeFailures = Atomic<Int>(0)
+    public let duplicates: Counter
+    /// `{code}`: deliveries moved to the events DLQ.
+    public let deadLettered: CounterFamily
+    public let transactions: Counter
+    public let storeFailures: Counter
 
-    public init() {}
+    public init() {
+        let r = registry
+        r.gauge("push_connector_build_info", "build of this process (always 1)", labels: ["version"]).labels(BuildInfo.version).set(1)
+        requests = r.counter("push_connector_events_http_requests_total", "HTTP requests received").labels()
+        accepted = r.counter("push_connector_events_accepted_total", "events published and confirmed (answered 202)").labels()
+        received = r.counter("push_connector_events_received_total", "events accepted, by event type", labels: ["type"])
+        let rejected = r.counter("push_connector_events_rejected_total", "requests refused, by reason", labels: ["reason"])
+        invalidRequests = rejected.labels("invalid")
+        tooLarge = rejected.labels("too_large")
+        unauthorized = rejected.labels("unauthorized")
+        unavailable = rejected.labels("unavailable")
+        busy = rejected.labels("busy")
+        let stored = r.counter("push_connector_events_stored_total", "records committed to the database, by kind", labels: ["kind"])
+        eventsStored = stored.labels("event")
+        sendsStored = stored.labels("result")
+        duplicates = r.counter("push_connector_events_duplicates_total", "records already stored (redeliveries, resent events)").labels()
+        deadLettered = r.counter("push_connector_events_dead_lettered_total", "deliveries moved to the events DLQ, by code", labels: ["code"])
+        transactions = r.counter("push_connector_events_transactions_total", "database transactions committed").labels()
+        storeFailures = r.counter("push_connector_events_store_failures_total",
+                                  "database transactions that failed (deliveries handed to the writer again)").labels()
+    }
 
     /// Prometheus text exposition format (0.0.4).
-    public var prometheusText: String {
-        let rows: [(String, String, Int)] = [
-            ("push_events_http_requests_total", "HTTP requests received", requests.load(ordering: .relaxed)),
-            ("push_events_accepted_total", "events published and confirmed (answered 202)", accepted.load(ordering: .relaxed)),
-            ("push_events_invalid_requests_total", "requests answered 400 or 413", invalidRequests.load(ordering: .relaxed)),
-            ("push_events_unauthorized_total", "requests answered 401", unauthorized.load(ordering: .relaxed)),
-            ("push_events_unavailable_total", "requests answered 503", unavailable.load(ordering: .relaxed)),
-            ("push_events_stored_total", "events committed to the database", eventsStored.load(ordering: .relaxed)),
-            ("push_events_sends_stored_total", "send results committed to the database", sendsStored.load(ordering: .relaxed)),
-            ("push_events_duplicates_total", "records already stored (redeliveries, resent events)", duplicates.load(ordering: .relaxed)),
-            ("push_events_dead_lettered_total", "deliveries moved to the events DLQ", deadLettered.load(ordering: .relaxed)),
-            ("push_events_transactions_total", "database transactions committed", transactions.load(ordering: .relaxed)),
-            ("push_events_store_failures_total", "database transactions that failed (deliveries requeued)", storeFailures.load(ordering: .relaxed)),
-        ]
-        return rows.map { "# HELP \($0.0) \($0.1)\n# TYPE \($0.0) counter\n\($0.0) \($0.2)\n" }.joined()
-    }
+    public var prometheusText: String { registry.render() }
 }

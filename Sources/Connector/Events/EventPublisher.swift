@@ -30,16 +30,7 @@ public final class EventPublisher: Sendable {
     /// was not confirmed (some may have been stored: consumers count duplicates once).
     public func publish(_ bodies: [Data]) async throws {
         let index = next.add(1, ordering: .relaxed).oldValue % laneCount
-        let connecting = try lanes.withLock { lanes throws(EventPublishError) -> Task<ConfirmingPublisher, any Error> in
-            if let task = lanes[index].connecting { return task }
-            if let failed = lanes[index].lastFailure, ContinuousClock.now - failed < retryInterval {
-                throw EventPublishError.brokerUnreachable
-            }
-            let settings = self.settings
-            let task = Task { try await ConfirmingPublisher.connect(settings: settings) }
-            lanes[index].connecting = task
-            return task
-        }
+        guard let connecting = connection(index) else { throw EventPublishError.brokerUnreachable }
         let publisher: ConfirmingPublisher
         do {
             publisher = try await connecting.value
@@ -64,6 +55,39 @@ public final class EventPublisher: Sendable {
         } catch {
             if drop(index, connecting) { Task { await publisher.close() } }
             throw EventPublishError.brokerUnreachable
+        }
+    }
+
+    /// For `/healthz`: true when a lane holds a live connection, else after opening one (at most
+    /// one attempt per `retryInterval`, like `publish`). A dead connection is dropped here, so
+    /// the next publish opens a new one instead of failing on it.
+    public func brokerReachable() async -> Bool {
+        let held = lanes.withLock { lanes in lanes.indices.compactMap { i in lanes[i].connecting.map { (i, $0) } } }
+        for (index, task) in held {
+            guard let publisher = try? await task.value else { continue }
+            if publisher.isAlive { return true }
+            if drop(index, task) { Task { await publisher.close() } }
+        }
+        let index = next.add(1, ordering: .relaxed).oldValue % laneCount
+        guard let connecting = connection(index) else { return false }
+        do {
+            return try await connecting.value.isAlive
+        } catch {
+            drop(index, connecting)
+            return false
+        }
+    }
+
+    /// Lane `index`'s connection, opening it when there is none; nil when its last attempt
+    /// failed less than `retryInterval` ago (fail fast while the broker is unreachable).
+    private func connection(_ index: Int) -> Task<ConfirmingPublisher, any Error>? {
+        lanes.withLock { lanes in
+            if let task = lanes[index].connecting { return task }
+            if let failed = lanes[index].lastFailure, ContinuousClock.now - failed < retryInterval { return nil }
+            let settings = self.settings
+            let task = Task { try await ConfirmingPublisher.connect(settings: settings) }
+            lanes[index].connecting = task
+            return task
         }
     }
 

@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import PushCore
+import Synchronization
 
 /// Consumes the events queue and the events consumer's results queue into the `BatchWriter`;
 /// each delivery is acked only after the transaction holding its record committed. A delivery
@@ -35,6 +36,8 @@ public final class EventsConsumer: Sendable {
     }
 
     public let configuration: Configuration
+    /// True while both queues are being consumed (for `/healthz`).
+    public let isConsuming = Atomic<Bool>(false)
     private let writer: BatchWriter
     private let metrics: EventMetrics
     private let logger: Logger
@@ -78,6 +81,8 @@ public final class EventsConsumer: Sendable {
         }
         let consumers = started
         logger.info("consuming", ["events": t.eventsQueue, "results": t.eventsResultsQueue, "broker": configuration.settings.redactedURL])
+        isConsuming.store(true, ordering: .relaxed)
+        defer { isConsuming.store(false, ordering: .relaxed) }
         let watcher = Task {
             await shutdown.wait()
             for c in consumers { c.cancel() }
@@ -149,7 +154,7 @@ public final class EventsConsumer: Sendable {
             try await publisher.publish(exchange: "", routingKey: configuration.topology.eventsDeadLetterQueue, body: delivery.body,
                                         properties: properties)
             consumer.ack(delivery.deliveryTag)
-            metrics.deadLettered.add(1, ordering: .relaxed)
+            metrics.deadLettered.labels(code).increment()
             logger.warning("unparseable delivery moved to the events DLQ", ["queue": consumer.queue, "reason": reason])
         } catch {
             // Not requeued: stop consuming; the reconnect returns it (unacked) with the rest.

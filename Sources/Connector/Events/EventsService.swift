@@ -54,7 +54,9 @@ public final class EventsService: Sendable {
             let publisher = EventPublisher(settings: configuration.settings, exchange: configuration.topology.eventsExchange,
                                            connections: configuration.publisherConnections)
             self.publisher = publisher
-            let handler = EventIngestion(publisher: publisher, metrics: metrics, knownApps: configuration.knownApps, keys: configuration.keys)
+            let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, databasePath: configuration.databasePath)
+            let handler = EventIngestion(publisher: publisher, metrics: metrics, knownApps: configuration.knownApps, keys: configuration.keys,
+                                         health: { await health.problem() })
             server = try MicroHTTPServer(configuration: http, handler: handler)
         } else {
             publisher = nil
@@ -80,7 +82,7 @@ public final class EventsService: Sendable {
         await server?.stop()
         await publisher?.close()
         writer?.stop()
-        logger.info("events service stopped", ["accepted": "\(metrics.accepted.load(ordering: .relaxed))",
-                                               "stored": "\(metrics.eventsStored.load(ordering: .relaxed))"])
+        logger.info("events service stopped", ["accepted": "\(metrics.accepted.value)",
+                                               "stored": "\(metrics.eventsStored.value)"])
     }
 }

@@ -30,9 +30,22 @@ public struct JobProcessor: Sendable {
 
     /// The messages to publish for a delivery of `body` carrying `headers`.
     public func process(body: Data, headers: AMQPTable) async -> [OutboundMessage] {
+        await processJob(body: body, headers: headers).messages
+    }
+
+    /// The messages to publish for a delivery, with what the worker's log lines and metrics say
+    /// about the job (so that it never reads back the headers it wrote).
+    public func processJob(body: Data, headers: AMQPTable) async -> ProcessedJob {
+        var record = JobRecord(attempt: Self.attemptsMade(headers) + 1)
+        let messages = await messages(body: body, headers: headers, record: &record)
+        record.code = messages.first { $0.kind == .deadLetter }?.label
+        return ProcessedJob(messages: messages, record: record)
+    }
+
+    private func messages(body: Data, headers: AMQPTable, record: inout JobRecord) async -> [OutboundMessage] {
         let now = clock()
         let apps = catalog.current
-        let attempt = Self.attemptsMade(headers) + 1
+        let attempt = record.attempt
         let firstFailedAt = headers[DeadLetterHeader.firstFailedAt]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         if body.count > maxJobBytes {
             return [deadLetter(body: body, code: .invalidJob,
@@ -43,9 +56,11 @@ public struct JobProcessor: Sendable {
         do {
             job = try SendJob.decode(body)
         } catch {
+            record.identify(unparsed: body)
             return [deadLetter(body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
                                headers: headers, now: now, firstFailedAt: firstFailedAt)]
         }
+        record.identify(job, known: apps.registry[job.appID] != nil)
         guard let app = apps.registry[job.appID] else {
             return [deadLetter(body: body, code: .unknownApp,
                                message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
@@ -87,14 +102,14 @@ public struct JobProcessor: Sendable {
     func outbound(_ plan: JobPlan, headers: AMQPTable, now: Timestamp, firstFailedAt: Timestamp?) -> [OutboundMessage] {
         var messages = plan.results.map { result in
             OutboundMessage(exchange: topology.resultsExchange, routingKey: result.routingKey,
-                            body: Data(result.encoded().encodedBytes()), headers: [:], kind: .result)
+                            body: Data(result.encoded().encodedBytes()), headers: [:], kind: .result, label: result.outcome.rawValue)
         }
         if let retry = plan.retry, let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds) {
             var h = carried(headers)
             h[DeadLetterHeader.retryAttempt] = .int(Int64(retry.attempts))
             h[DeadLetterHeader.firstFailedAt] = .string((firstFailedAt ?? now).description)
             messages.append(OutboundMessage(exchange: topology.retryExchange, routingKey: tier.routingKey,
-                                            body: Data(retry.job.encoded().encodedBytes()), headers: h, kind: .retry))
+                                            body: Data(retry.job.encoded().encodedBytes()), headers: h, kind: .retry, label: tier.name))
         }
         for dead in plan.deadLetters {
             messages.append(deadLetter(body: Data(dead.job.encoded().encodedBytes()), code: dead.code, message: dead.message,
@@ -114,7 +129,7 @@ public struct JobProcessor: Sendable {
         h[DeadLetterHeader.lastFailedAt] = .string(now.description)
         h[DeadLetterHeader.replays] = .int(headers[DeadLetterHeader.replays]?.intValue ?? 0)
         return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body,
-                               headers: h, kind: .deadLetter)
+                               headers: h, kind: .deadLetter, label: code.rawValue)
     }
 
     /// Attempts made before this delivery, from `push-attempt`; whoever published the message

@@ -10,6 +10,9 @@ public struct OutboundMessage: Sendable {
     public var headers: AMQPTable
     /// What it is, for logs and counters: `result`, `retry`, `dead_letter`.
     public var kind: Kind
+    /// What the counters and logs file it under: a result's outcome, a retry's tier (`30s`),
+    /// a dead letter's code.
+    public var label = ""
 
     /// The role of an outbound message.
     public enum Kind: String, Sendable { case result, retry, deadLetter = "dead_letter" }

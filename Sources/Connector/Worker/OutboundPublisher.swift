@@ -23,15 +23,17 @@ final class OutboundPublisher: Sendable {
     private let options: ConfirmingPublisher.Options
     private let backoff: Backoff
     private let counters: WorkerCounters
+    private let metrics: WorkerMetrics
     private let log: Logger
     private let state = Mutex(State())
     /// The last connected publisher, for the synchronous `isBlocked`.
     private let current = Mutex<ConfirmingPublisher?>(nil)
 
-    init(settings: AMQPSettings, confirmTimeout: Duration, backoff: Backoff, counters: WorkerCounters, log: Logger) {
+    init(settings: AMQPSettings, confirmTimeout: Duration, backoff: Backoff, counters: WorkerCounters, metrics: WorkerMetrics, log: Logger) {
         self.settings = settings
         self.backoff = backoff
         self.counters = counters
+        self.metrics = metrics
         self.log = log
         var options = ConfirmingPublisher.Options()
         options.confirmTimeout = confirmTimeout
@@ -60,7 +62,10 @@ final class OutboundPublisher: Sendable {
                 let task = Task { try await ConfirmingPublisher.connect(settings: settings, options: options) }
                 s.connection = task
                 s.generation += 1
-                if s.generation > 1 { counters.reconnects.add(1, ordering: .relaxed) }
+                if s.generation > 1 {
+                    counters.reconnects.add(1, ordering: .relaxed)
+                    metrics.publisherReconnects.increment()
+                }
                 return (task, s.generation)
             }
             let publisher: ConfirmingPublisher
@@ -76,6 +81,9 @@ final class OutboundPublisher: Sendable {
         }
         throw PublisherClosed()
     }
+
+    /// True while the last connected publisher is alive (for `/readyz`).
+    var isConnected: Bool { current.withLock { $0?.isAlive ?? false } }
 
     /// True while the broker keeps the current publisher blocked.
     var isBlocked: Bool { current.withLock { $0?.isBlocked ?? false } }
@@ -137,9 +145,12 @@ final class OutboundPublisher: Sendable {
 
     private func publish(_ messages: [OutboundMessage], on publisher: ConfirmingPublisher) async
         -> [(message: OutboundMessage, error: any Error)] {
-        await withTaskGroup(of: (OutboundMessage, (any Error)?).self) { group in
+        let pending = metrics.confirmsPending
+        return await withTaskGroup(of: (OutboundMessage, (any Error)?).self) { group in
             for m in messages {
                 group.addTask {
+                    pending.increment()
+                    defer { pending.decrement() }
                     do {
                         try await publisher.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body, properties: m.properties)
                         return (m, nil)

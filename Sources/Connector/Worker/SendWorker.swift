@@ -39,28 +39,42 @@ public final class SendWorker: Sendable {
     public let configuration: Configuration
     public let processor: JobProcessor
     public let counters = WorkerCounters()
+    public let metrics: WorkerMetrics
+    /// Lanes consuming and publishers connected, for `/readyz`.
+    public let status = WorkerStatus()
     private let logger: Logger
 
-    public init(configuration: Configuration, processor: JobProcessor, logger: Logger) {
+    public init(configuration: Configuration, processor: JobProcessor, logger: Logger, metrics: WorkerMetrics = WorkerMetrics()) {
         self.configuration = configuration
         self.processor = processor
         self.logger = logger
+        self.metrics = metrics
     }
 
     /// Runs until `shutdown` is triggered and every lane has drained.
     public func run(until shutdown: ShutdownSignal) async {
+        let lanes = max(1, configuration.lanes)
+        metrics.lanes.set(lanes)
+        status.started(lanes: lanes)
+        let watcher = Task { [status] in
+            await shutdown.wait()
+            status.stopping()
+        }
         await withTaskGroup(of: Void.self) { group in
-            for lane in 0..<max(1, configuration.lanes) {
+            for lane in 0..<lanes {
                 group.addTask { await self.runLane(lane, shutdown: shutdown) }
             }
         }
+        watcher.cancel()
+        status.stopped()
         logger.info("worker stopped", counters.summary)
     }
 
     private func runLane(_ lane: Int, shutdown: ShutdownSignal) async {
         let log = logger.child("lane\(lane)")
         let outbound = OutboundPublisher(settings: configuration.settings, confirmTimeout: configuration.confirmTimeout,
-                                         backoff: configuration.republishBackoff, counters: counters, log: log)
+                                         backoff: configuration.republishBackoff, counters: counters, metrics: metrics, log: log)
+        status.lane(lane, publisherConnected: { outbound.isConnected })
         var failures = 0
         while !shutdown.isTriggered {
             do {
@@ -71,10 +85,13 @@ public final class SendWorker: Sendable {
                 log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
                                        "prefetch": "\(configuration.prefetch)"])
                 failures = 0
+                status.lane(lane, consuming: true)
                 let error = await consume(consumer, outbound, shutdown: shutdown, log: log)
+                status.lane(lane, consuming: false)
                 await consumer.close()
                 if let error {
                     counters.reconnects.add(1, ordering: .relaxed)
+                    metrics.consumerReconnects.increment()
                     log.warning("consumer connection lost, reconnecting", ["error": "\(error)"])
                 }
             } catch {
@@ -124,20 +141,28 @@ public final class SendWorker: Sendable {
         // New work waits out a broker alarm: its messages could not be confirmed anyway.
         await outbound.waitWhileBlocked(stop: stop)
         if stop() { return }
-        let messages = await processor.process(body: delivery.body, headers: delivery.properties.headers)
-        if stop() { return }
+        let processed = await processor.processJob(body: delivery.body, headers: delivery.properties.headers)
+        let messages = processed.messages
+        let jobLog = log.with(processed.record.fields)
+        if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
+        if stop() {
+            jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
+            return
+        }
         // From here on the sends happened: never requeue, publish until confirmed (or give up
         // only when the lane does, leaving the delivery unacked).
         counters.awaitingConfirm.add(1, ordering: .relaxed)
         let confirmed = await outbound.publishUntilConfirmed(messages, stop: stop)
         counters.awaitingConfirm.subtract(1, ordering: .relaxed)
-        guard confirmed else { return }
+        guard confirmed else {
+            jobLog.debug("lane gave up before the broker confirmed; the delivery stays unacked and comes back")
+            return
+        }
         counters.count(messages)
+        metrics.count(messages, appID: processed.record.appLabel)
         consumer.ack(delivery.deliveryTag)
         counters.acked.add(1, ordering: .relaxed)
-        for m in messages where m.kind == .deadLetter {
-            log.warning("job dead-lettered", ["code": m.headers[DeadLetterHeader.code]?.stringValue ?? "?",
-                                              "reason": m.headers[DeadLetterHeader.message]?.stringValue ?? ""])
-        }
+        jobLog.debug("published, confirmed and acked", ["messages": "\(messages.count)", "delivery_tag": "\(delivery.deliveryTag)"])
+        JobLogLines.settled(messages, record: processed.record, log: log)
     }
 }

@@ -1,0 +1,84 @@
+import FCM
+
+/// The worker's metrics (names fixed in docs/operations.md, "Metrics"), with the handles the
+/// hot path uses resolved once. Results and dead letters are counted when their publish is
+/// confirmed; FCM exchanges as the client reports them (this is its `FCMExchangeObserver`).
+public final class WorkerMetrics: FCMExchangeObserver {
+    public let registry = MetricsRegistry()
+    /// `{app_id, outcome}`, one per recipient result published.
+    public let results: CounterFamily
+    /// `{app_id, code}`, one per dead-lettered job.
+    public let deadLetters: CounterFamily
+    /// `{tier}`: retry copies published, by retry tier (`5s`, `30s` …).
+    public let retries: CounterFamily
+    public let fcmDuration: Histogram
+    /// `{status}`: HTTP status, or `transport` when no response arrived.
+    public let fcmResponses: CounterFamily
+    public let fcmInFlight: Gauge
+    /// Lanes configured (`--lanes`).
+    public let lanes: Gauge
+    public let consumerReconnects: Counter
+    public let publisherReconnects: Counter
+    public let reloadsSucceeded: Counter
+    public let reloadsFailed: Counter
+    /// Outbound messages published and not yet confirmed by the broker.
+    public let confirmsPending: Gauge
+    private let transportFailures: Counter
+
+    /// The App ID label of jobs whose App ID is not configured (or unreadable): the label stays
+    /// bounded whatever a publisher puts in a job.
+    public static let unknownApp = "unknown"
+
+    public init() {
+        let r = registry
+        r.gauge("push_connector_build_info", "build of this process (always 1)", labels: ["version"]).labels(BuildInfo.version).set(1)
+        results = r.counter("push_connector_results_total", "recipient results published, by App ID and outcome",
+                            labels: ["app_id", "outcome"])
+        deadLetters = r.counter("push_connector_dead_letters_total", "jobs dead-lettered, by App ID and code", labels: ["app_id", "code"])
+        retries = r.counter("push_connector_retries_total", "retry copies published, by retry tier", labels: ["tier"])
+        fcmDuration = r.histogram("push_connector_fcm_request_duration_seconds",
+                                  "time from sending an FCM request to its answer (or transport failure)").labels()
+        fcmResponses = r.counter("push_connector_fcm_responses_total", "FCM answers by HTTP status (transport: none arrived)",
+                                 labels: ["status"])
+        transportFailures = fcmResponses.labels("transport")
+        fcmInFlight = r.gauge("push_connector_fcm_requests_in_flight", "FCM send requests awaiting an answer").labels()
+        let reconnects = r.counter("push_connector_reconnects_total", "broker connections reopened after a loss", labels: ["connection"])
+        consumerReconnects = reconnects.labels("consumer")
+        publisherReconnects = reconnects.labels("publisher")
+        let reloads = r.counter("push_connector_config_reloads_total", "App ID configuration reloads, by result", labels: ["result"])
+        reloadsSucceeded = reloads.labels("ok")
+        reloadsFailed = reloads.labels("error")
+        confirmsPending = r.gauge("push_connector_confirms_pending", "messages published and not yet confirmed by the broker").labels()
+        lanes = r.gauge("push_connector_lanes", "consumer/publisher lane pairs configured").labels()
+    }
+
+    /// Adds the gauges read from live state at each scrape: connected lanes and paused projects.
+    public func observe(status: WorkerStatus, rateLimiter: ProjectRateLimiter?) {
+        registry.gauge("push_connector_lanes_connected", "lanes consuming with their publisher connected") {
+            [([], status.connectedLanes)]
+        }
+        registry.gauge("push_connector_projects_paused", "Firebase projects paused right now, by reason", labels: ["reason"]) {
+            let paused = rateLimiter?.pausedProjects() ?? [:]
+            return ProjectRateLimiter.PauseReason.allCases.map { ([$0.rawValue], paused[$0] ?? 0) }
+        }
+    }
+
+    /// Counts what a delivery caused, once the broker confirmed it.
+    func count(_ messages: [OutboundMessage], appID: String) {
+        for m in messages {
+            switch m.kind {
+            case .result: results.labels(appID, m.label).increment()
+            case .retry: retries.labels(m.label).increment()
+            case .deadLetter: deadLetters.labels(appID, m.label).increment()
+            }
+        }
+    }
+
+    public func exchangeStarted() { fcmInFlight.increment() }
+
+    public func exchangeFinished(status: Int?, duration: Duration) {
+        fcmInFlight.decrement()
+        fcmDuration.observe(duration)
+        if let status { fcmResponses.labels(String(status)).increment() } else { transportFailures.increment() }
+    }
+}
