@@ -54,14 +54,10 @@ extension PipelineFixture {
         var results: [SendResult] = []
         let deadline = ContinuousClock.now + timeout
         while Set(results.map(\.jobID)).count < total {
-            let more = try drain(topology.resultsQueue).map { try SendResult.decode(JSONValue.parse($0.body)) }
-            results += more
-            if more.isEmpty {
-                guard ContinuousClock.now < deadline else {
-                    throw FixtureError("results for \(Set(results.map(\.jobID)).count) of \(total) jobs within \(timeout)")
-                }
-                try await Task.sleep(for: .milliseconds(100))
+            guard let d = try await resultsTap.next(by: deadline) else {
+                throw FixtureError("results for \(Set(results.map(\.jobID)).count) of \(total) jobs within \(timeout)")
             }
+            results.append(try SendResult.decode(JSONValue.parse(d.body)))
         }
         return results
     }

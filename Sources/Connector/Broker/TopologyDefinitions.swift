@@ -34,9 +34,10 @@ public enum TopologyDefinitions {
 /// `push-connector topology definitions`: prints the RabbitMQ definitions document.
 public struct TopologyDefinitionsCommand: Command {
     public static let spec = CommandSpec(
-        name: "topology definitions", valueOptions: ["--prefix", "--retry-tiers", "--vhost"],
+        name: "topology definitions", valueOptions: CommonOptions.resultsRetention.union(["--prefix", "--retry-tiers", "--vhost"]),
         usage: """
         usage: push-connector topology definitions [--prefix NAME] [--retry-tiers LIST] [--vhost VHOST]
+                                                   [--results-max-age AGE] [--results-max-bytes N]
 
         Prints the topology as a RabbitMQ definitions JSON document, for `rabbitmqctl
         import_definitions` or the management plugin (deploy/rabbitmq-definitions.json is this

@@ -6,7 +6,7 @@ import PushCore
 public struct EventsCommand: Command {
     public static let spec = CommandSpec(
         name: "events",
-        valueOptions: CommonOptions.broker.union([
+        valueOptions: CommonOptions.broker.union(CommonOptions.resultsRetention).union([
             "--config", "--http", "--db", "--event-keys", "--http-threads", "--publishers", "--batch-size", "--batch-delay-ms",
             "--prefetch", "--log-level", "--max-connections", "--max-connections-per-ip", "--request-deadline-s",
         ]),
@@ -16,10 +16,12 @@ public struct EventsCommand: Command {
 
         Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz and GET /metrics;
         every accepted event is published to <prefix>.events and confirmed before the 202. Consumes
-        <prefix>.events and <prefix>.events.results into the SQLite database FILE (WAL, batched
-        transactions, acks after COMMIT), idempotently. Read it with `push-connector stats`.
+        <prefix>.events (acks after COMMIT) and reads the stream <prefix>.results.stream (its offset
+        stored in the same transaction, resumed from after a restart) into the SQLite database FILE
+        (WAL, batched transactions), idempotently. Read it with `push-connector stats`.
 
         \(CommonOptions.brokerUsage)
+        \(CommonOptions.resultsRetentionUsage)
           --http HOST:PORT      where to listen (IPv4), e.g. 0.0.0.0:8080
           --db FILE             SQLite database to store sends and events in
           --config FILE         App ID file: events naming another app_id are refused (400 UNKNOWN_APP)
@@ -74,7 +76,10 @@ public struct EventsCommand: Command {
         configuration.batchDelay = .milliseconds(try a.integer("--batch-delay-ms", in: "events", default: 50, range: 0...10_000))
         configuration.prefetch = UInt16(try a.integer("--prefetch", in: "events", default: 2000, range: 1...65_535))
         let logger = Logger(component: "events", minimumLevel: try LogLevelOption.parse(a, command: "events"))
-        if !a.has("--no-declare") { try declare(topology, settings: settings) }
+        if !a.has("--no-declare") {
+            let legacy = try declare(topology, settings: settings)
+            if !legacy.found.isEmpty { logger.warning(legacy.advice(topology)) }
+        }
 
         let service: EventsService
         do {

@@ -3,16 +3,19 @@ import AMQP
 /// `push-connector topology declare`: declares exchanges, queues and bindings (idempotent).
 public struct TopologyDeclareCommand: Command {
     public static let spec = CommandSpec(
-        name: "topology declare", valueOptions: CommonOptions.broker,
+        name: "topology declare", valueOptions: CommonOptions.broker.union(CommonOptions.resultsRetention),
         usage: """
         usage: push-connector topology declare [options]
 
-        Declares, idempotently, the exchanges, quorum queues and bindings of the connector: the job
+        Declares, idempotently, the exchanges, queues and bindings of the connector: the job
         queue with at-least-once dead-lettering, one TTL queue per retry tier, the DLQ, the results
-        topic exchange and queue, the events queue and its DLQ. deploy/rabbitmq-definitions.json
-        holds the same topology for RabbitMQ's definitions import.
+        topic exchange and its stream (with retention), the events queue and its DLQ.
+        deploy/rabbitmq-definitions.json holds the same topology for RabbitMQ's definitions import.
+        Exit code 1 when the quorum results queues of an earlier version are still there
+        (everything else is declared): run `push-connector topology migrate-results`.
 
         \(CommonOptions.brokerUsage)
+        \(CommonOptions.resultsRetentionUsage)
         """)
 
     let arguments: ParsedArguments
@@ -21,9 +24,13 @@ public struct TopologyDeclareCommand: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "topology declare")
         let topology = try CommonOptions.topology(arguments, command: "topology declare")
-        try declare(topology, settings: settings)
+        let legacy = try declare(topology, settings: settings)
         context.console.out("declared \(topology.exchanges.count) exchanges, \(topology.queues.count) queues, "
             + "\(topology.bindings.count) bindings on \(settings.redactedURL) (prefix \(topology.prefix))")
+        if !legacy.found.isEmpty {
+            context.console.err("topology declare: " + legacy.advice(topology))
+            return 1
+        }
         return 0
     }
 }

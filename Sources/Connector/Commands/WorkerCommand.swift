@@ -8,7 +8,7 @@ import PushCore
 public struct WorkerCommand: Command {
     public static let spec = CommandSpec(
         name: "worker",
-        valueOptions: CommonOptions.broker.union(CommonOptions.fcm).union([
+        valueOptions: CommonOptions.broker.union(CommonOptions.fcm).union(CommonOptions.resultsRetention).union([
             "--config", "--prefetch", "--lanes", "--max-attempts", "--retry-base-delay", "--max-age", "--shutdown-deadline", "--log-level",
             "--max-job-bytes",
         ]),
@@ -24,6 +24,7 @@ public struct WorkerCommand: Command {
 
         \(CommonOptions.brokerUsage)
         \(CommonOptions.fcmUsage)
+        \(CommonOptions.resultsRetentionUsage)
           --prefetch N          unacked jobs per lane (default 100)
           --lanes N             consumer/publisher connection pairs (default 1; one per core is plenty)
           --max-attempts N      attempts before RETRIES_EXHAUSTED (default 8)
@@ -64,7 +65,10 @@ public struct WorkerCommand: Command {
         let client = FCMClient(configuration: fcmConfiguration)
         defer { client.shutdown() }
         let catalog = AppCatalog(.init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
-        if a.has("--no-declare") { try verify(topology, settings: settings) } else { try declare(topology, settings: settings) }
+        if a.has("--no-declare") { try verify(topology, settings: settings) } else {
+            let legacy = try declare(topology, settings: settings)
+            if !legacy.found.isEmpty { logger.warning(legacy.advice(topology)) }
+        }
 
         var processor = JobProcessor(catalog: catalog, topology: topology, planner: JobPlanner(policy: policy))
         processor.maxJobBytes = maxJobBytes
@@ -93,12 +97,15 @@ extension WorkerCommand {
     }
 }
 
-/// Declares the topology once, with a one-line error on failure.
-func declare(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure) {
+/// Declares the topology once, with a one-line error on failure; returns the quorum results
+/// queues of an earlier version it found (to be migrated).
+@discardableResult
+func declare(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure) -> LegacyResultsQueues {
     do {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
+        return try LegacyResultsQueues.find(topology, client: client)
     } catch {
         throw CommandFailure("cannot declare the topology on \(settings.redactedURL): \(error)")
     }

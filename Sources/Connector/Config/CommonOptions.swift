@@ -8,6 +8,8 @@ public enum CommonOptions {
     /// `--amqp-url URL` (env `PUSH_CONNECTOR_AMQP_URL`); the password comes from the URL, or
     /// `PUSH_CONNECTOR_AMQP_PASSWORD`, or the file named by `PUSH_CONNECTOR_AMQP_PASSWORD_FILE`.
     public static let broker: Set<String> = ["--amqp-url", "--amqp-ca-file", "--prefix", "--retry-tiers", "--heartbeat"]
+    /// Retention of the results stream, for the commands that declare it.
+    public static let resultsRetention: Set<String> = ["--results-max-age", "--results-max-bytes"]
     /// `--fcm-url URL` (env `PUSH_CONNECTOR_FCM_URL`), `--ca-file FILE` (a private CA for FCM).
     public static let fcm: Set<String> = ["--fcm-url", "--ca-file", "--max-in-flight"]
     /// `--allow-insecure-http`: plain HTTP to FCM and token endpoints beyond loopback.
@@ -20,6 +22,12 @@ public enum CommonOptions {
           --prefix NAME         topology name prefix (default push)
           --retry-tiers LIST    retry delay tiers in seconds (default 5,30,120,600,3600)
           --heartbeat SECONDS   AMQP heartbeat (default 30)
+        """
+
+    public static let resultsRetentionUsage = """
+          --results-max-age AGE results stream retention by age when it is created: a number and
+                                Y, M, D, h, m or s (default 7D)
+          --results-max-bytes N results stream retention by size in bytes (default 20000000000)
         """
 
     public static let fcmUsage = """
@@ -62,7 +70,21 @@ public enum CommonOptions {
             }
             tiers = parsed.map { $0! }
         }
-        return Topology(prefix: prefix, retryDelaysSeconds: tiers)
+        var retention = Topology.ResultsRetention()
+        if let age = a.value("--results-max-age") {
+            guard Topology.ResultsRetention.isValidMaxAge(age) else {
+                throw UsageError("\(command): --results-max-age must be a whole number and one of Y, M, D, h, m, s (e.g. 7D, 36h), got \"\(age)\"")
+            }
+            retention.maxAge = age
+        }
+        if let text = a.value("--results-max-bytes") {
+            guard let bytes = Int64(text), bytes >= 1_000_000 else {
+                throw UsageError("\(command): --results-max-bytes must be a whole number of bytes, at least 1000000, got \"\(text)\"")
+            }
+            retention.maxBytes = bytes
+            retention.segmentBytes = min(retention.segmentBytes, max(bytes / 10, 1_000_000))
+        }
+        return Topology(prefix: prefix, retryDelaysSeconds: tiers, resultsRetention: retention)
     }
 
     /// The FCM client configuration.
