@@ -5,11 +5,9 @@ import Foundation
 /// `<prefix>.events.results`), found on the broker by a passive declare. While one exists and
 /// is still bound, every result is also written there and it grows without limit: `topology
 /// declare` refuses to call that done, and the worker and events consumer log it at every start.
-public struct LegacyResultsQueues: Sendable, Equatable {
+public struct LegacyResultsQueues: Sendable {
     /// Each queue found and the messages ready in it.
     public var found: [(name: String, messages: Int)]
-
-    public static func == (a: Self, b: Self) -> Bool { a.found.map(\.name) == b.found.map(\.name) && a.found.map(\.messages) == b.found.map(\.messages) }
 
     /// Looks for the legacy queues of `topology` (a missing queue is a 404 the client survives).
     public static func find(_ topology: Topology, client: AMQPChannelClient) throws(AMQPError) -> LegacyResultsQueues {

@@ -130,6 +130,9 @@ public final class EventsConsumer: Sendable {
         let stream = configuration.topology.resultsStream
         do {
             for try await delivery in consumer.deliveries {
+                // After a failure nothing more of this connection is stored: the next one reads
+                // again from the stored offset (what arrives until the cancel is dropped).
+                if failed.load(ordering: .relaxed) { continue }
                 guard let offset = delivery.streamOffset else {
                     throw StreamRestart(description: "\(stream) delivered a message without x-stream-offset: is it a stream?")
                 }
