@@ -4,8 +4,10 @@ import Synchronization
 
 /// Reads a RabbitMQ stream from an offset (`StreamOffset`) with one `AMQPConsumer`, one
 /// delivery at a time, with a timeout: `next(within:)` returns nil when nothing arrived in time
-/// (a stream never says it has reached its end). Each delivery is acked as it is handed out
-/// (on a stream an ack only returns credit). Used by `push-connector results` and the tests.
+/// (a stream never says it has reached its end). Each delivery is acked as it enters a small
+/// buffer (on a stream an ack only returns credit), so the reader holds nothing unacked while it
+/// waits; the buffer's limit (`bufferLimit`) keeps the backpressure of the prefetch.
+/// Used by `push-connector results` and the tests.
 public final class StreamReader: Sendable {
     private let consumer: AMQPConsumer
     private final class Buffer: Sendable {
@@ -14,6 +16,8 @@ public final class StreamReader: Sendable {
     }
     private let buffer = Buffer()
     private let pump: Task<Void, Never>
+    /// Deliveries acked and not yet handed out, at most.
+    static let bufferLimit = 256
 
     /// Starts consuming `stream` at `from` (basic.qos `prefetch`).
     public init(settings: AMQPSettings, stream: String, from: StreamOffset, prefetch: UInt16 = 500) async throws {
@@ -23,7 +27,11 @@ public final class StreamReader: Sendable {
         pump = Task {
             do {
                 for try await delivery in consumer.deliveries {
+                    while buffer.withLock({ $0.deliveries.count >= Self.bufferLimit }) {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
                     buffer.withLock { $0.deliveries.append(delivery) }
+                    consumer.ack(delivery.deliveryTag)
                 }
                 buffer.withLock { $0.ended = true }
             } catch {
@@ -40,10 +48,7 @@ public final class StreamReader: Sendable {
             let (delivery, failure, ended) = buffer.withLock { state -> (Delivery?, (any Error)?, Bool) in
                 state.deliveries.isEmpty ? (nil, state.failure, state.ended) : (state.deliveries.removeFirst(), nil, false)
             }
-            if let delivery {
-                consumer.ack(delivery.deliveryTag)
-                return delivery
-            }
+            if let delivery { return delivery }
             if let failure { throw failure }
             if ended { throw Ended(stream: consumer.queue) }
             if let deadline, ContinuousClock.now >= deadline { return nil }
@@ -60,6 +65,7 @@ public final class StreamReader: Sendable {
     /// Stops consuming and closes the connection.
     public func close() async {
         consumer.cancel()
+        pump.cancel()  // it may be waiting for room in a full buffer nobody reads any more
         await consumer.close()
         await pump.value
     }
