@@ -82,6 +82,17 @@ public final class AMQPChannelClient {
         }
     }
 
+    /// queue.unbind (unbinding a binding that does not exist succeeds; a missing queue or
+    /// exchange throws `.channelClosed` 404).
+    public func unbindQueue(_ queue: String, exchange: String, routingKey: String,
+                            arguments: AMQPTable = [:]) throws(AMQPError) {
+        let arena = CArena()
+        try rpc("queue.unbind '\(queue)' from '\(exchange)'") {
+            _ = amqp_queue_unbind(connection.raw, 1, arena.bytes(queue), arena.bytes(exchange),
+                                  arena.bytes(routingKey), arena.table(arguments))
+        }
+    }
+
     /// queue.purge; returns how many messages were removed.
     @discardableResult
     public func purgeQueue(_ queue: String) throws(AMQPError) -> UInt32 {

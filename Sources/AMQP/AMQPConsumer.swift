@@ -43,12 +43,16 @@ public final class AMQPConsumer: Sendable {
 
     /// Connects, sets basic.qos(prefetch) and starts basic.consume on `queue` (manual acks).
     /// Returns once the broker answered consume-ok; throws `AMQPError` otherwise.
+    ///
+    /// `arguments` are basic.consume's: for a stream, `x-stream-offset` (`StreamOffset`) says
+    /// where to start; every delivery then carries its offset (`Delivery.streamOffset`). A
+    /// stream needs the manual acks too: they return the credit `prefetch` hands out.
     public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
-                             exclusive: Bool = false) async throws -> AMQPConsumer {
+                             exclusive: Bool = false, arguments: AMQPTable = [:]) async throws -> AMQPConsumer {
         let consumer = try AMQPConsumer(queue: queue)
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             startConnectionThread(name: "amqp-consumer \(queue)") {
-                consumer.run(settings: settings, prefetch: prefetch, exclusive: exclusive, ready: ready)
+                consumer.run(settings: settings, prefetch: prefetch, exclusive: exclusive, arguments: arguments, ready: ready)
             }
         }
         return consumer
@@ -85,7 +89,7 @@ public final class AMQPConsumer: Sendable {
 
     // MARK: connection thread
 
-    private func run(settings: AMQPSettings, prefetch: UInt16, exclusive: Bool,
+    private func run(settings: AMQPSettings, prefetch: UInt16, exclusive: Bool, arguments: AMQPTable,
                      ready: CheckedContinuation<Void, any Error>) {
         let connection: AMQPConnection
         let consumerTag: String
@@ -95,7 +99,7 @@ public final class AMQPConsumer: Sendable {
             try connection.check("basic.qos")
             let arena = CArena()
             let ok = amqp_basic_consume(connection.raw, 1, arena.bytes(queue), amqp_empty_bytes, 0, 0,
-                                        exclusive ? 1 : 0, amqp_empty_table)
+                                        exclusive ? 1 : 0, arena.table(arguments))
             try connection.check("basic.consume on '\(queue)'")
             consumerTag = CDecode.string(ok!.pointee.consumer_tag)
         } catch {

@@ -9,12 +9,15 @@
 ///   (binding key = tier name), each with one `x-message-ttl` and dead-lettering (at-least-once)
 ///   back to `push.jobs` with routing key `job`.
 /// - `push.dlx` fanout exchange → quorum queue `push.jobs.dlq` (what a person must look at).
-/// - `push.results` topic exchange → quorum queue `push.results` bound `#`
-///   (routing key `<app_id>.<outcome>`).
+/// - `push.results` topic exchange → stream `push.results.stream` bound `#` (routing key
+///   `<app_id>.<outcome>`), with retention by age and size (`ResultsRetention`). Every reader
+///   (the events consumer, `push-connector results`, upstream) reads it from its own offset.
 /// - `push.events` fanout exchange → quorum queue `push.events`, dead-lettering through the
 ///   default exchange to quorum queue `push.events.dlq`.
-/// - quorum queue `push.events.results` bound `#` to `push.results`: the events consumer's own
-///   copy of every result (to link events to sends), independent of other result consumers.
+///
+/// Earlier versions bound `push.results` to the quorum queues `push.results` and
+/// `push.events.results` (`legacyResultsQueues`); `push-connector topology migrate-results`
+/// moves what they hold into the stream.
 public struct Topology: Sendable, Equatable {
     /// An exchange to declare (always durable).
     public struct Exchange: Sendable, Equatable {
@@ -33,6 +36,30 @@ public struct Topology: Sendable, Equatable {
         public var queue: String
         public var exchange: String
         public var routingKey: String
+    }
+
+    /// How long and how much the results stream keeps (`x-max-age`, `x-max-length-bytes`,
+    /// `x-stream-max-segment-size-bytes`). RabbitMQ drops whole segments once they are past
+    /// either limit, so the stream holds a little more than the limits at times.
+    public struct ResultsRetention: Sendable, Equatable {
+        /// `x-max-age`: a number and a unit, Y M D h m s (`7D`, `36h`).
+        public var maxAge: String
+        public var maxBytes: Int64
+        public var segmentBytes: Int64
+
+        /// 7 days, 20 GB, segments of 100 MB.
+        public init(maxAge: String = "7D", maxBytes: Int64 = 20_000_000_000, segmentBytes: Int64 = 100_000_000) {
+            self.maxAge = maxAge
+            self.maxBytes = maxBytes
+            self.segmentBytes = segmentBytes
+        }
+
+        /// True when `text` is an `x-max-age` RabbitMQ accepts: a positive whole number and one
+        /// of the units Y, M, D, h, m, s.
+        public static func isValidMaxAge(_ text: String) -> Bool {
+            guard let unit = text.last, "YMDhms".contains(unit), let n = Int(text.dropLast()) else { return false }
+            return n > 0 && text.dropLast().allSatisfy { $0 >= "0" && $0 <= "9" }
+        }
     }
 
     /// One delay tier of the retry ladder.
@@ -56,12 +83,15 @@ public struct Topology: Sendable, Equatable {
     public let deadLetterExchange: String
     public let deadLetterQueue: String
     public let resultsExchange: String
-    public let resultsQueue: String
+    /// The stream every result lands in (bound `#` to `resultsExchange`).
+    public let resultsStream: String
+    public let resultsRetention: ResultsRetention
     public let eventsExchange: String
     public let eventsQueue: String
     public let eventsDeadLetterQueue: String
-    /// The events consumer's own queue on the results exchange (bound `#`).
-    public let eventsResultsQueue: String
+    /// The quorum queues earlier versions bound `#` to `resultsExchange` (`<prefix>.results`,
+    /// `<prefix>.events.results`); not declared, only looked for.
+    public let legacyResultsQueues: [String]
 
     public let exchanges: [Exchange]
     public let queues: [Queue]
@@ -71,8 +101,9 @@ public struct Topology: Sendable, Equatable {
     ///   - prefix: first part of every name (`push` gives `push.jobs`, …).
     ///   - retryDelaysSeconds: one TTL queue per delay (duplicates and non-positive values ignored).
     ///   - deliveryLimit: `x-delivery-limit` of the job queue, a guard against crash loops.
+    ///   - resultsRetention: retention of the results stream when it is created.
     public init(prefix: String = "push", retryDelaysSeconds: [Int] = [5, 30, 120, 600, 3600],
-                deliveryLimit: Int = 20) {
+                deliveryLimit: Int = 20, resultsRetention: ResultsRetention = ResultsRetention()) {
         self.prefix = prefix
         jobsExchange = "\(prefix).jobs"
         jobsQueue = "\(prefix).jobs"
@@ -81,11 +112,12 @@ public struct Topology: Sendable, Equatable {
         deadLetterExchange = "\(prefix).dlx"
         deadLetterQueue = "\(prefix).jobs.dlq"
         resultsExchange = "\(prefix).results"
-        resultsQueue = "\(prefix).results"
+        resultsStream = "\(prefix).results.stream"
+        self.resultsRetention = resultsRetention
         eventsExchange = "\(prefix).events"
         eventsQueue = "\(prefix).events"
         eventsDeadLetterQueue = "\(prefix).events.dlq"
-        eventsResultsQueue = "\(prefix).events.results"
+        legacyResultsQueues = ["\(prefix).results", "\(prefix).events.results"]
         let retryExchange = self.retryExchange
         retryTiers = Set(retryDelaysSeconds.filter { $0 > 0 }).sorted().map { delay in
             let name = Self.tierName(delay)
@@ -107,20 +139,23 @@ public struct Topology: Sendable, Equatable {
                 "x-delivery-limit": .int(Int64(deliveryLimit)),
             ]) { a, _ in a }),
             Queue(name: deadLetterQueue, arguments: quorum),
-            Queue(name: resultsQueue, arguments: quorum),
+            Queue(name: resultsStream, arguments: [
+                "x-queue-type": "stream",
+                "x-max-age": .string(resultsRetention.maxAge),
+                "x-max-length-bytes": .int(resultsRetention.maxBytes),
+                "x-stream-max-segment-size-bytes": .int(resultsRetention.segmentBytes),
+            ]),
             Queue(name: eventsQueue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
                 "x-dead-letter-exchange": "",
                 "x-dead-letter-routing-key": .string(eventsDeadLetterQueue),
             ]) { a, _ in a }),
             Queue(name: eventsDeadLetterQueue, arguments: quorum),
-            Queue(name: eventsResultsQueue, arguments: quorum),
         ]
         var bindings = [
             Binding(queue: jobsQueue, exchange: jobsExchange, routingKey: jobsRoutingKey),
             Binding(queue: deadLetterQueue, exchange: deadLetterExchange, routingKey: ""),
-            Binding(queue: resultsQueue, exchange: resultsExchange, routingKey: "#"),
+            Binding(queue: resultsStream, exchange: resultsExchange, routingKey: "#"),
             Binding(queue: eventsQueue, exchange: eventsExchange, routingKey: ""),
-            Binding(queue: eventsResultsQueue, exchange: resultsExchange, routingKey: "#"),
         ]
         for tier in retryTiers {
             queues.append(Queue(name: tier.queue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([

@@ -30,16 +30,53 @@ struct TopologyTests {
         #expect(retry.arguments["x-dead-letter-routing-key"] == .string(t.jobsRoutingKey))
     }
 
-    @Test func eventsConsumerHasItsOwnQuorumQueueBoundToEveryResult() throws {
-        let t = Topology(prefix: "p")
-        #expect(t.eventsResultsQueue == "p.events.results")
-        let queue = try #require(t.queues.first { $0.name == "p.events.results" })
-        #expect(queue.arguments["x-queue-type"] == "quorum")
-        #expect(t.bindings.contains { $0.queue == "p.events.results" && $0.exchange == "p.results" && $0.routingKey == "#" })
-        #expect(t.bindings.contains { $0.queue == "p.results" && $0.exchange == "p.results" && $0.routingKey == "#" })
+    @Test func resultsGoToOneStreamWithRetentionAndToNoQuorumQueue() throws {
+        let t = Topology(prefix: "p", resultsRetention: .init(maxAge: "36h", maxBytes: 5_000_000_000, segmentBytes: 50_000_000))
+        #expect(t.resultsStream == "p.results.stream")
+        let stream = try #require(t.queues.first { $0.name == "p.results.stream" })
+        #expect(stream.arguments == ["x-queue-type": "stream", "x-max-age": "36h", "x-max-length-bytes": 5_000_000_000,
+                                     "x-stream-max-segment-size-bytes": 50_000_000])
+        #expect(t.bindings.filter { $0.exchange == "p.results" }.map(\.queue) == ["p.results.stream"])
+        #expect(t.bindings.first { $0.exchange == "p.results" }?.routingKey == "#")
+        #expect(!t.queues.contains { $0.name == "p.results" || $0.name == "p.events.results" })
+        #expect(t.legacyResultsQueues == ["p.results", "p.events.results"])
+        let defaults = Topology(prefix: "p").resultsRetention
+        #expect(defaults.maxAge == "7D" && defaults.maxBytes == 20_000_000_000 && defaults.segmentBytes == 100_000_000)
     }
 
-    @Test func aResultReachesBothTheResultsQueueAndTheEventsConsumersQueue() async throws {
+    @Test(arguments: [("7D", true), ("36h", true), ("1Y", true), ("90s", true), ("0D", false), ("7d", false), ("D", false),
+                      ("-1D", false), ("+7D", false), ("7", false), ("", false)])
+    func maxAgeIsANumberAndOneRabbitMQUnit(_ text: String, _ valid: Bool) {
+        #expect(Topology.ResultsRetention.isValidMaxAge(text) == valid)
+    }
+
+    /// The stream on the broker: its type and retention as RabbitMQ lists them, and a
+    /// redeclaration as a quorum queue (what an earlier version's code would do) refused.
+    @Test func theResultsStreamIsDeclaredWithItsRetention() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let topology = Topology(prefix: broker.uniqueName("topo"), resultsRetention: .init(maxAge: "2D", maxBytes: 3_000_000_000))
+        defer { try? broker.deleteTopology(topology, settings: settings) }
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try topology.declare(on: client)
+        let listing = try broker.rabbitmqctl(["list_queues", "name", "type", "arguments"])
+        let line = try #require(listing.split(separator: "\n").first { $0.hasPrefix("\(topology.resultsStream)\t") })
+        #expect(line.contains("\tstream\t"), "\(line)")
+        #expect(line.contains("x-max-age") && line.contains("2D"), "\(line)")
+        #expect(line.contains("x-max-length-bytes") && line.contains("3000000000"), "\(line)")
+        #expect(line.contains("x-stream-max-segment-size-bytes"), "\(line)")
+        do {
+            try client.declareQueue(topology.resultsStream, arguments: ["x-queue-type": "quorum"])
+            Issue.record("a quorum queue of the stream's name was accepted")
+        } catch {
+            #expect(error.replyCode == 406)
+        }
+    }
+
+    /// Any number of readers, each from its own offset: two consumers from `first` both read
+    /// every result, in order, with their offsets; neither takes anything from the other.
+    @Test func twoIndependentReadersEachReadEveryResult() async throws {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
         let topology = Topology(prefix: broker.uniqueName("topo"))
@@ -47,9 +84,38 @@ struct TopologyTests {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
-        try client.publishConfirmed(exchange: topology.resultsExchange, routingKey: "shop.sent", body: Data("{}".utf8))
-        #expect(try client.messageCount(queue: topology.resultsQueue) == 1)
-        #expect(try client.messageCount(queue: topology.eventsResultsQueue) == 1)
+        let bodies = (0..<30).map { Data(#"{"n":\#($0)}"#.utf8) }
+        for (n, body) in bodies.enumerated() {
+            try client.publishConfirmed(exchange: topology.resultsExchange, routingKey: n % 2 == 0 ? "shop.sent" : "shop.invalid_token", body: body)
+        }
+        var readers: [AMQPConsumer] = []
+        for _ in 0..<2 {
+            readers.append(try await AMQPConsumer.start(settings: settings, queue: topology.resultsStream, prefetch: 7,
+                                                        arguments: StreamOffset.first.consumerArguments))
+        }
+        for reader in readers {
+            var read: [Delivery] = []
+            for try await d in reader.deliveries {
+                read.append(d)
+                reader.ack(d.deliveryTag)  // credit: with prefetch 7, 30 arrive only if acks return it
+                if read.count == bodies.count { break }
+            }
+            #expect(read.map(\.body) == bodies)
+            #expect(read.map(\.streamOffset) == (0..<30).map { Int64($0) })
+            #expect(read.map(\.routingKey).prefix(2) == ["shop.sent", "shop.invalid_token"])
+        }
+        for reader in readers { await reader.close() }
+
+        // From an offset: the rest only.
+        let late = try await AMQPConsumer.start(settings: settings, queue: topology.resultsStream, prefetch: 50,
+                                                arguments: StreamOffset.offset(25).consumerArguments)
+        var rest: [Int64] = []
+        for try await d in late.deliveries {
+            if let o = d.streamOffset, o >= 25 { rest.append(o) }  // a chunk may start before 25
+            if d.body == bodies.last { break }
+        }
+        await late.close()
+        #expect(rest == [25, 26, 27, 28, 29])
     }
 
     @Test func declaringTwiceIsIdempotentAndQueuesCarryTheirArguments() async throws {
@@ -96,7 +162,11 @@ struct TopologyTests {
         try client.publishConfirmed(exchange: topology.resultsExchange, routingKey: "shop.invalid_token",
                                     body: Data("{}".utf8))
         #expect(try client.messageCount(queue: topology.jobsQueue) == 1)
-        #expect(try client.messageCount(queue: topology.resultsQueue) == 1)
+        let reader = try await AMQPConsumer.start(settings: try broker.settings(), queue: topology.resultsStream, prefetch: 10,
+                                                  arguments: StreamOffset.first.consumerArguments)
+        let result = try #require(try await take(1, from: reader).first)
+        await reader.close()
+        #expect(result.routingKey == "shop.invalid_token" && result.streamOffset == 0)
     }
 
     @Test func aRetryTierDelaysAJobAndDeadLettersItBackToTheJobQueue() async throws {

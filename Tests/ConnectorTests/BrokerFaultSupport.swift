@@ -54,27 +54,13 @@ extension PipelineFixture {
         var results: [SendResult] = []
         let deadline = ContinuousClock.now + timeout
         while Set(results.map(\.jobID)).count < total {
-            let more: [SendResult]
-            do {
-                more = try drain(topology.resultsQueue).map { try SendResult.decode(JSONValue.parse($0.body)) }
-            } catch let error as AMQPError where Self.transient.contains(error.code) && ContinuousClock.now < deadline {
-                // A cluster that lost a node answers with errors until the queue has a new leader.
-                try await Task.sleep(for: .milliseconds(200))
-                continue
+            guard let d = try await resultsTap.next(by: deadline) else {
+                throw FixtureError("results for \(Set(results.map(\.jobID)).count) of \(total) jobs within \(timeout)")
             }
-            results += more
-            if more.isEmpty {
-                guard ContinuousClock.now < deadline else {
-                    throw FixtureError("results for \(Set(results.map(\.jobID)).count) of \(total) jobs within \(timeout)")
-                }
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            results.append(try SendResult.decode(JSONValue.parse(d.body)))
         }
         return results
     }
-
-    /// Broker errors a reader retries while a cluster fails over.
-    private static let transient: Set<AMQPError.Code> = [.connectionLost, .connectionFailed, .channelClosed]
 
     /// The AMQP URL of the fixture's vhost, for a worker process.
     var vhostURL: String { settings.vhost == "/" ? broker.url : broker.url + settings.vhost }

@@ -27,14 +27,15 @@ import Testing
         }
     }
 
-    @Test func everyQueueIsADurableQuorumQueue() throws {
+    @Test func everyQueueIsADurableQuorumQueueButTheResultsStream() throws {
         let queues = try #require(definitions["queues"]?.arrayValue)
         #expect(Set(queues.compactMap { $0["name"]?.stringValue }) == [
-            "push.jobs", "push.jobs.dlq", "push.results", "push.events", "push.events.dlq", "push.events.results",
+            "push.jobs", "push.jobs.dlq", "push.results.stream", "push.events", "push.events.dlq",
             "push.retry.5s", "push.retry.30s", "push.retry.2m", "push.retry.10m", "push.retry.1h",
         ])
         for q in queues {
-            #expect(q["arguments"]?["x-queue-type"] == "quorum", "\(q["name"] ?? .null)")
+            let type: JSONValue = q["name"] == "push.results.stream" ? "stream" : "quorum"
+            #expect(q["arguments"]?["x-queue-type"] == type, "\(q["name"] ?? .null)")
             #expect(q["durable"] == true && q["auto_delete"] == false, "\(q["name"] ?? .null)")
             #expect(q["vhost"] == "/")
         }
@@ -68,10 +69,15 @@ import Testing
         #expect(try arguments("push.jobs.dlq")["x-message-ttl"] == nil, "dead letters must never expire")
     }
 
-    @Test func resultsAreBoundWithHashSoEveryAppAndOutcomeIsKept() throws {
-        #expect(try bindings(to: "push.results").map { "\($0.source) \($0.key)" } == ["push.results #"])
-        #expect(try bindings(to: "push.events.results").map { "\($0.source) \($0.key)" } == ["push.results #"])
-        #expect(try arguments("push.results")["x-message-ttl"] == nil)
+    @Test func resultsGoToOneStreamBoundWithHashThatKeepsSevenDaysOrTwentyGigabytes() throws {
+        #expect(try bindings(to: "push.results.stream").map { "\($0.source) \($0.key)" } == ["push.results #"])
+        let bound = try #require(definitions["bindings"]?.arrayValue).filter { $0["source"] == "push.results" }
+        #expect(bound.count == 1, "the stream is the only queue of the results exchange")
+        let a = try arguments("push.results.stream")
+        #expect(a["x-max-age"] == "7D")
+        #expect(a["x-max-length-bytes"] == 20_000_000_000)
+        #expect(a["x-stream-max-segment-size-bytes"] == 100_000_000)
+        #expect(a["x-message-ttl"] == nil)
     }
 
     @Test func eventsDeadLetterThroughTheDefaultExchangeToTheirOwnDLQ() throws {

@@ -23,6 +23,8 @@ final class PipelineFixture: Sendable {
     let ownVhost: Bool
     /// Queues a test declared besides the topology (deleted with it).
     private let extraQueues = Mutex<[String]>([])
+    /// The test's reader of the results stream (`results(_:timeout:)`).
+    let resultsTap: ResultsTap
 
     /// - Parameters:
     ///   - ownVhost: isolate in a fresh vhost (for tests that close connections).
@@ -58,6 +60,7 @@ final class PipelineFixture: Sendable {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
+        resultsTap = ResultsTap(settings: settings, stream: topology.resultsStream)
     }
 
     /// Stops the emulator and removes what the test left on the shared node: its vhost, or its
@@ -65,6 +68,8 @@ final class PipelineFixture: Sendable {
     /// folder. Cleanup failures are reported on stderr; they do not fail the test.
     deinit {
         emulator.stop()
+        let tap = resultsTap
+        Task { await tap.close() }
         do {
             if ownVhost {
                 try broker.deleteVhost(settings.vhost)
@@ -156,9 +161,16 @@ final class PipelineFixture: Sendable {
         return taken
     }
 
-    /// Results taken from the results queue, decoded.
+    /// The next `count` results of the results stream (read from `first`; each result is
+    /// returned once over the fixture's life), decoded.
     func results(_ count: Int, timeout: Duration = .seconds(30)) async throws -> [SendResult] {
-        try await take(count, from: topology.resultsQueue, timeout: timeout).map { try SendResult.decode(JSONValue.parse($0.body)) }
+        try await resultsTap.take(count, timeout: timeout).map { try SendResult.decode(JSONValue.parse($0.body)) }
+    }
+
+    /// Every result in the stream not returned yet by `results(_:timeout:)`: all it holds now
+    /// (results confirmed before this call), decoded. Publishes a marker: not during a memory alarm.
+    func remainingResults() async throws -> [SendResult] {
+        try await resultsTap.rest().map { try SendResult.decode(JSONValue.parse($0.body)) }
     }
 
     func messageCount(_ queue: String) throws -> Int {

@@ -39,17 +39,19 @@ import Testing
         let copy = try SendJob.decode(try #require(copies.first).body)
         guard case .recipients(let list) = copy.target else { Issue.record("no recipients"); return }
         #expect(list.map(\.token) == ["unavailable-dev"])
-        #expect(try f.drain(f.topology.resultsQueue).isEmpty, "no result published twice")
+        #expect(try await f.remainingResults().isEmpty, "no result published twice")
         #expect(f.sends(to: "dev-ok") == 1)
         #expect(f.emulator.stats().count("UNAVAILABLE") == 1, "the failing recipient was attempted once")
     }
 
-    /// Ack only after confirm: the results sink refuses; the delivery stays unacked, no result
-    /// reaches a reader, nothing is sent twice; lifting the policy gives exactly one result each.
+    /// Ack only after confirm: a queue bound to the results exchange (an upstream's) refuses, so
+    /// the broker nacks the results; the delivery stays unacked, no result reaches that queue,
+    /// nothing is sent twice; lifting the policy gives exactly one result each there.
     @Test func refusedResultKeepsTheDeliveryUnackedUntilConfirmed() async throws {
         let f = try await PipelineFixture(ownVhost: true)
-        let fillers = try await f.refusePublishes(on: f.topology.resultsQueue)
-        defer { _ = try? f.allowPublishes(on: f.topology.resultsQueue) }
+        let sink = try f.declareObserver("upstream", exchange: f.topology.resultsExchange, routingKey: "#")
+        let fillers = try await f.refusePublishes(on: sink)
+        defer { _ = try? f.allowPublishes(on: sink) }
         let worker = try f.makeWorker()
         let (shutdown, task) = f.startWorker(worker)
         try await f.publish([jobJSON("held", tokens: ["dev-h1", "dev-h2"])])
@@ -57,16 +59,16 @@ import Testing
         try await eventually("both results refused twice") { worker.counters.republished.load(ordering: .relaxed) >= 4 }
         for _ in 0..<5 {  // a steady state, observed over a second
             #expect(try f.unackedDeliveries() == 1 && f.messageCount(f.topology.jobsQueue) == 0)
-            #expect(try f.messageCount(f.topology.resultsQueue) == fillers, "a result reached the results queue")
+            #expect(try f.messageCount(sink) == fillers, "a result reached the refusing queue")
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(worker.counters.acked.load(ordering: .relaxed) == 0)
 
-        try f.allowPublishes(on: f.topology.resultsQueue)
+        try f.allowPublishes(on: sink)
         try await eventually("the job acked") { try f.jobsSettled() }
         shutdown.trigger()
         await task.value
-        let results = try f.drain(f.topology.resultsQueue).filter { !f.isFiller($0) }.map { try SendResult.decode(JSONValue.parse($0.body)) }
+        let results = try f.drain(sink).filter { !f.isFiller($0) }.map { try SendResult.decode(JSONValue.parse($0.body)) }
         #expect(results.map(\.target.value).sorted() == ["dev-h1", "dev-h2"])
         #expect(results.allSatisfy { $0.outcome == .sent && $0.attempts == 1 })
         #expect(f.sends(to: "dev-h1") == 1 && f.sends(to: "dev-h2") == 1)
@@ -89,8 +91,7 @@ import Testing
         try await eventually("the result submitted") { worker.counters.awaitingConfirm.load(ordering: .relaxed) == 1 }
         for _ in 0..<10 {  // unconfirmed, so unacked, for two seconds
             #expect(try f.unackedDeliveries() == 1 && f.messageCount(f.topology.jobsQueue) == 0)
-            #expect(try f.messageCount(f.topology.resultsQueue) == 0)
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await f.resultsTap.quiet(for: .milliseconds(200)), "a result reached the stream")
         }
         #expect(worker.counters.acked.load(ordering: .relaxed) == 1)
 
@@ -100,7 +101,7 @@ import Testing
         shutdown.trigger()
         await task.value
         #expect(results.map(\.target.value) == ["slow2000-dev-alarm"])
-        #expect(try f.messageCount(f.topology.resultsQueue) == 0)
+        #expect(try await f.remainingResults().isEmpty)
         #expect(f.sends(to: "slow2000-dev-alarm") == 1)
     }
 

@@ -34,7 +34,7 @@ public enum TopologyDefinitions {
 /// `push-connector topology definitions`: prints the RabbitMQ definitions document.
 public struct TopologyDefinitionsCommand: Command {
     public static let spec = CommandSpec(
-        name: "topology definitions", synopsis: "[--prefix NAME] [--retry-tiers LIST] [--vhost VHOST]",
+        name: "topology definitions", synopsis: "[--prefix NAME] [--retry-tiers LIST] [--vhost VHOST] [--results-max-age AGE] [--results-max-bytes N]",
         about: """
         Prints the topology as a RabbitMQ definitions JSON document, for `rabbitmqctl
         import_definitions` or the management plugin (deploy/rabbitmq-definitions.json is this
@@ -42,7 +42,7 @@ public struct TopologyDefinitionsCommand: Command {
         """,
         options: CommonOptions.brokerOptions.filter { $0.name == "--prefix" || $0.name == "--retry-tiers" } + [
             .value("--vhost", "VHOST", "the vhost the definitions name", default: "/", .nonEmpty),
-        ])
+        ] + CommonOptions.resultsRetentionOptions)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

@@ -9,10 +9,11 @@ public struct EventsCommand: Command {
         about: """
         Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz, /readyz and /metrics;
         every accepted event is published to <prefix>.events and confirmed before the 202. Consumes
-        <prefix>.events and <prefix>.events.results into the SQLite database FILE (WAL, batched
-        transactions, acks after COMMIT), idempotently. Read it with `push-connector stats`.
+        <prefix>.events (acks after COMMIT) and reads the stream <prefix>.results.stream (its offset
+        stored in the same transaction, resumed from after a restart) into the SQLite database FILE
+        (WAL, batched transactions), idempotently. Read it with `push-connector stats`.
         """,
-        options: CommonOptions.brokerOptions + [
+        options: CommonOptions.brokerOptions + CommonOptions.resultsRetentionOptions + [
             .value("--http", "HOST:PORT", "where to listen (IPv4), e.g. 0.0.0.0:8080", .hostPort),
             .value("--db", "FILE", "SQLite database to store sends and events in", .nonEmpty),
             .value("--config", "FILE", "App ID file: events naming another app_id are refused (400 UNKNOWN_APP)", .nonEmpty),
@@ -82,7 +83,10 @@ public struct EventsCommand: Command {
         }
         let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments),
                             format: Logger.Format(rawValue: arguments.value("--log-format") ?? "text") ?? .text)
-        if !arguments.has("--no-declare") { try declare(configuration.topology, settings: configuration.settings) }
+        if !arguments.has("--no-declare") {
+            let legacy = try declare(configuration.topology, settings: configuration.settings)
+            if !legacy.found.isEmpty { logger.warning(legacy.advice(configuration.topology)) }
+        }
 
         let service: EventsService
         do {
@@ -108,7 +112,7 @@ public struct EventsCommand: Command {
         lines.append("would: \(arguments.has("--no-declare") ? "not declare" : "declare") the topology (prefix \(c.topology.prefix)) "
             + "on \(c.settings.redactedURL),")
         lines.append("  " + (c.http.map { "serve POST /event(s), /healthz, /readyz, /metrics on \($0.host):\($0.port)" } ?? "serve no HTTP")
-            + ", " + (c.databasePath.map { "store \(c.topology.eventsQueue) and \(c.topology.eventsResultsQueue) into \($0)" }
+            + ", " + (c.databasePath.map { "store \(c.topology.eventsQueue) and \(c.topology.resultsStream) into \($0)" }
                       ?? "consume nothing")
             + (c.knownApps.map { ", accept App IDs \($0.sorted().joined(separator: ","))" } ?? "")
             + (c.keys == nil ? "" : ", require event keys"))

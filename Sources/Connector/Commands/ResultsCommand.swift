@@ -2,49 +2,78 @@ import AMQP
 import Foundation
 import PushCore
 
-/// `push-connector results`: takes results off the results queue and prints them, one JSON per
-/// line — for demos, smoke tests and debugging (production consumers bind their own queues).
+/// `push-connector results`: reads the results stream from an offset and prints the results
+/// that pass the filters — text on a terminal, JSON Lines otherwise (or with `--json`). Reading
+/// takes nothing away: any number of readers see every result.
 public struct ResultsCommand: Command {
     public static let spec = CommandSpec(
-        name: "results", synopsis: "[--count N] [--timeout SECONDS] [--keep] [options]",
+        name: "results",
+        synopsis: "[--from POSITION] [--app-id ID] [--outcome OUTCOME] [--job-id ID] [--count N] [--follow] [--timeout SECONDS] [--json] [options]",
         about: """
-        Takes up to N results from <prefix>.results, waiting up to --timeout seconds for them, and
-        prints each as one JSON line. --keep leaves them on the queue. Exit code 1 when fewer than N
-        arrived in time.
+        Reads the results stream <prefix>.results.stream and prints the results that match, in
+        stream order: text (offset, time, app, outcome, job, message id, target, error code) on a
+        terminal, the result's JSON (one line each) otherwise or with --json. Reading takes nothing
+        away: any number of readers see every result.
         """,
         options: [
-            .value("--count", "N", "results to take", default: "10", .integer(1...1_000_000), setting: false),
-            .value("--timeout", "SECONDS", "how long to wait for them", default: "10", .integer(0...86_400), setting: false),
-            .flag("--keep", "leave them on the queue", setting: false),
+            .value("--from", "POSITION", "first (the oldest result kept), last (the last chunk written), next (only\n"
+                + "new results), an offset (1234), an RFC 3339 time (2026-11-30T08:00:00Z) or unix seconds (@1764489600)",
+                   default: "first", setting: false),
+            .value("--app-id", "ID", "print only results of this App ID", setting: false),
+            .value("--outcome", "OUTCOME", "print only results with this outcome", setting: false),
+            .value("--job-id", "ID", "print only results of this job", setting: false),
+            .value("--count", "N", "stop after N matching results; exit 1 if fewer arrived", .integer(1...100_000_000), setting: false),
+            .flag("--follow", "keep reading new results until --count is reached or the process is stopped", setting: false),
+            .value("--timeout", "SECONDS", "without --follow: stop once no result arrived for this long", default: "5",
+                   .integer(1...86_400), setting: false),
+            .flag("--json", "JSON Lines even on a terminal", setting: false),
         ] + CommonOptions.brokerOptions)
 
     let arguments: ParsedArguments
-    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+    let query: ResultsQuery
+    public init(_ arguments: ParsedArguments) throws(UsageError) {
+        self.arguments = arguments
+        var query = ResultsQuery()
+        if let from = arguments.value("--from") { query.from = try ResultsQuery.offset(from, command: "results") }
+        query.appID = arguments.value("--app-id")
+        query.outcome = arguments.value("--outcome")
+        query.jobID = arguments.value("--job-id")
+        self.query = query
+        _ = try arguments.integer("--count", in: "results", default: 1, range: 1...100_000_000)
+        _ = try arguments.integer("--timeout", in: "results", default: 5, range: 1...86_400)
+    }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "results")
         let topology = try CommonOptions.topology(arguments, command: "results")
-        let count = arguments.integer("--count")
-        let timeout = arguments.integer("--timeout")
-        let client: AMQPChannelClient
-        do { client = try AMQPChannelClient(settings: settings) } catch {
-            throw CommandFailure("cannot connect to \(settings.redactedURL): \(error)")
+        let count = arguments.value("--count") == nil ? nil : try arguments.integer("--count", in: "results", default: 1, range: 1...100_000_000)
+        let idle: Duration? = arguments.has("--follow") ? nil : .seconds(try arguments.integer("--timeout", in: "results", default: 5, range: 1...86_400))
+        let asJSON = arguments.has("--json") || isatty(STDOUT_FILENO) != 1
+        let reader: StreamReader
+        do {
+            reader = try await StreamReader(settings: settings, stream: topology.resultsStream, from: query.from)
+        } catch {
+            throw CommandFailure("results: cannot read the stream \(topology.resultsStream) on \(settings.redactedURL) "
+                + "(wrong --prefix? run push-connector topology declare): \(error)")
         }
-        defer { client.close() }
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        var taken = 0
-        while taken < count {
-            guard let delivery = try client.get(queue: topology.resultsQueue) else {
-                if ContinuousClock.now >= deadline { break }
-                try await Task.sleep(for: .milliseconds(100))
-                continue
+        var printed = 0
+        do {
+            while count.map({ printed < $0 }) ?? true, let delivery = try await reader.next(within: idle) {
+                guard let json = try? JSONValue.parse(delivery.body) else {
+                    context.console.err("results: offset \(delivery.streamOffset.map(String.init) ?? "?") is not JSON; skipped")
+                    continue
+                }
+                guard query.matches(json) else { continue }
+                context.console.out(asJSON ? String(decoding: delivery.body, as: UTF8.self) : ResultsQuery.text(json, offset: delivery.streamOffset))
+                printed += 1
             }
-            context.console.out(String(decoding: delivery.body, as: UTF8.self))
-            if !arguments.has("--keep") { try client.ack(delivery.deliveryTag) }
-            taken += 1
+        } catch {
+            await reader.close()
+            throw CommandFailure("results: reading \(topology.resultsStream) failed after \(printed) result(s): \(error)")
         }
-        if taken < count {
-            context.console.err("results: \(taken) of \(count) result(s) arrived within \(timeout) s")
+        await reader.close()
+        if let count, printed < count {
+            context.console.err("results: \(printed) of \(count) result(s) arrived (no new result for \(idle.map { "\($0)" } ?? "-"))")
             return 1
         }
         return 0

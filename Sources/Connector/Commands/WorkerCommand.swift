@@ -21,7 +21,7 @@ public struct WorkerCommand: Command {
             .value("--config", "FILE", "App ID file (credentials_file paths are relative to its directory)", .nonEmpty),
             .value("--config-poll", "S", "look for a changed App ID or credentials file every S seconds (0: only on SIGHUP)",
                    default: "5", .integer(0...3600)),
-        ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + [
+        ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + CommonOptions.resultsRetentionOptions + [
             .value("--prefetch", "N", "unacked jobs per lane", default: "100", .integer(1...65_535)),
             .value("--lanes", "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
             .value("--max-attempts", "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
@@ -64,7 +64,12 @@ public struct WorkerCommand: Command {
         let client = FCMClient(configuration: observed)
         defer { client.shutdown() }
         let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry)))
-        if plan.declareTopology { try declare(plan.topology, settings: plan.settings) } else { try verify(plan.topology, settings: plan.settings) }
+        if plan.declareTopology {
+            let legacy = try declare(plan.topology, settings: plan.settings)
+            if !legacy.found.isEmpty { logger.warning(legacy.advice(plan.topology)) }
+        } else {
+            try verify(plan.topology, settings: plan.settings)
+        }
 
         var processor = JobProcessor(catalog: catalog, topology: plan.topology, planner: JobPlanner(policy: plan.policy))
         processor.maxJobBytes = plan.maxJobBytes
@@ -116,12 +121,15 @@ extension WorkerCommand {
     }
 }
 
-/// Declares the topology once, with a one-line error on failure.
-func declare(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure) {
+/// Declares the topology once, with a one-line error on failure; returns the quorum results
+/// queues of an earlier version it found (to be migrated).
+@discardableResult
+func declare(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure) -> LegacyResultsQueues {
     do {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
         try topology.declare(on: client)
+        return try LegacyResultsQueues.find(topology, client: client)
     } catch {
         throw CommandFailure("cannot declare the topology on \(settings.redactedURL): \(error)")
     }

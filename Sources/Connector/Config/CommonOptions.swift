@@ -20,6 +20,14 @@ public enum CommonOptions {
                ValueKind { retryTiers($0) == nil ? "must be whole seconds from 1 to 4294967 separated by commas" : nil }),
         .value("--heartbeat", "SECONDS", "AMQP heartbeat (default 30, or the URL's ?heartbeat=)", .integer(0...600)),
     ]
+    /// Retention of the results stream, for the commands that declare it (applied when the stream
+    /// is created; RabbitMQ refuses to redeclare it with other values).
+    public static let resultsRetentionOptions: [OptionSpec] = [
+        .value("--results-max-age", "AGE", "results stream retention by age when it is created: a number and\nY, M, D, h, m or s",
+               default: "7D", ValueKind { Topology.ResultsRetention.isValidMaxAge($0) ? nil : "must be a whole number and one of Y, M, D, h, m, s (e.g. 7D, 36h)" }),
+        .value("--results-max-bytes", "N", "results stream retention by size in bytes", default: "20000000000",
+               ValueKind { (Int64($0) ?? 0) >= 1_000_000 ? nil : "must be a whole number of bytes, at least 1000000" }),
+    ]
 
     /// FCM: base URL, private CA, concurrency.
     public static let fcmOptions: [OptionSpec] = [
@@ -48,6 +56,8 @@ public enum CommonOptions {
     public static var fcmFlags: Set<String> { Set(fcmOptions.filter { $0.arity == .flag }.map(\.name)) }
     public static var brokerUsage: String { brokerOptions.map(\.helpLine).joined(separator: "\n") }
     public static var fcmUsage: String { fcmOptions.map(\.helpLine).joined(separator: "\n") }
+    public static var resultsRetention: Set<String> { Set(resultsRetentionOptions.map(\.name)) }
+    public static var resultsRetentionUsage: String { resultsRetentionOptions.map(\.helpLine).joined(separator: "\n") }
 
     /// The broker settings, with the password resolved from the environment.
     public static func brokerSettings(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> AMQPSettings {
@@ -77,7 +87,21 @@ public enum CommonOptions {
         guard let tiers = retryTiers(text) else {
             throw UsageError("\(command): --retry-tiers must be whole seconds from 1 to 4294967 separated by commas, got \"\(text)\"")
         }
-        return Topology(prefix: prefix, retryDelaysSeconds: tiers)
+        var retention = Topology.ResultsRetention()
+        if let age = a.value("--results-max-age") {
+            guard Topology.ResultsRetention.isValidMaxAge(age) else {
+                throw UsageError("\(command): --results-max-age must be a whole number and one of Y, M, D, h, m, s (e.g. 7D, 36h), got \"\(age)\"")
+            }
+            retention.maxAge = age
+        }
+        if let text = a.value("--results-max-bytes") {
+            guard let bytes = Int64(text), bytes >= 1_000_000 else {
+                throw UsageError("\(command): --results-max-bytes must be a whole number of bytes, at least 1000000, got \"\(text)\"")
+            }
+            retention.maxBytes = bytes
+            retention.segmentBytes = min(retention.segmentBytes, max(bytes / 10, 1_000_000))
+        }
+        return Topology(prefix: prefix, retryDelaysSeconds: tiers, resultsRetention: retention)
     }
 
     /// `5,30,120`: whole seconds, each within RabbitMQ's x-message-ttl (at most 2^32-1 ms).

@@ -6,14 +6,28 @@ import PushCore
 /// takes what has queued up — at most `maxBatch`, waiting at most `maxDelay` after the first
 /// record for more — commits, and only then settles each record (acks its delivery). A failed
 /// transaction settles the batch as failed (the deliveries are requeued).
+///
+/// A record read from a stream carries its position: the transaction stores the last position
+/// of each consumer with the records. After a failed transaction holding positions of a stream
+/// consumer's `generation` (one connection), the writer settles that generation's later records
+/// as failed without writing them: a stored offset then always covers every record before it,
+/// and the consumer, reconnected as the next generation, reads again from the stored offset.
 public final class BatchWriter: @unchecked Sendable {
     /// A record and how to settle its delivery once the transaction ended (true: committed).
     public struct Pending: Sendable {
-        public var record: EventStore.Record
+        /// nil: nothing to store but the position (a stream message moved to a DLQ).
+        public var record: EventStore.Record?
+        /// The stream message the record came from.
+        public var position: EventStore.StreamPosition?
+        /// The stream consumer's connection the position belongs to.
+        public var generation: Int
         public var settle: @Sendable (Bool) -> Void
 
-        public init(record: EventStore.Record, settle: @escaping @Sendable (Bool) -> Void) {
+        public init(record: EventStore.Record?, position: EventStore.StreamPosition? = nil, generation: Int = 0,
+                    settle: @escaping @Sendable (Bool) -> Void) {
             self.record = record
+            self.position = position
+            self.generation = generation
             self.settle = settle
         }
     }
@@ -23,6 +37,8 @@ public final class BatchWriter: @unchecked Sendable {
     private var consecutiveFailures = 0
     /// The latest transaction failed (for `/healthz`).
     public let lastTransactionFailed = Atomic<Bool>(false)
+    /// Per stream consumer, the latest generation a transaction failed for (writer thread only).
+    private var failedGeneration: [String: Int] = [:]
     private let metrics: EventMetrics
     private let logger: Logger
     private let maxBatch: Int
@@ -95,9 +111,20 @@ public final class BatchWriter: @unchecked Sendable {
         }
     }
 
-    private func write(_ batch: [Pending]) {
+    private func write(_ all: [Pending]) {
+        var batch: [Pending] = []
+        for p in all {
+            if let position = p.position, let failed = failedGeneration[position.consumer], p.generation <= failed {
+                p.settle(false)
+            } else {
+                batch.append(p)
+            }
+        }
+        guard !batch.isEmpty else { return }
+        var positions: [String: EventStore.StreamPosition] = [:]
+        for p in batch { if let position = p.position { positions[position.consumer + "\u{0}" + position.stream] = position } }
         do {
-            let summary = try store.store(batch.map(\.record))
+            let summary = try store.store(batch.compactMap(\.record), positions: positions.values.sorted { $0.consumer < $1.consumer })
             metrics.transactions.increment()
             metrics.duplicates.increment(by: summary.duplicates)
             metrics.eventsStored.increment(by: summary.eventsInserted)
@@ -109,7 +136,10 @@ public final class BatchWriter: @unchecked Sendable {
             metrics.storeFailures.increment()
             lastTransactionFailed.store(true, ordering: .relaxed)
             logger.error("transaction failed; deliveries requeued", ["error": "\(error)", "records": "\(batch.count)"])
-            for p in batch { p.settle(false) }
+            for p in batch {
+                if let position = p.position { failedGeneration[position.consumer] = max(failedGeneration[position.consumer] ?? p.generation, p.generation) }
+                p.settle(false)
+            }
             // A store that keeps failing (disk full, locked file) must not spin on redeliveries.
             consecutiveFailures += 1
             Thread.sleep(forTimeInterval: min(5.0, 0.05 * Double(1 << min(consecutiveFailures, 7))))

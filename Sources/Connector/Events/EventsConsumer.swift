@@ -3,21 +3,24 @@ import Foundation
 import PushCore
 import Synchronization
 
-/// Consumes the events queue and the events consumer's results queue into the `BatchWriter`;
-/// each delivery is acked only after the transaction holding its record committed. A delivery
-/// that cannot be parsed is copied to the events DLQ with `push-error-code` /
-/// `push-error-message` headers (confirmed), then acked; consuming goes on.
+/// Consumes the events queue and the results stream into the `BatchWriter`. A delivery that
+/// cannot be parsed is copied to the events DLQ with `push-error-code` / `push-error-message`
+/// headers (confirmed); consuming goes on.
 ///
-/// Lost connections are reopened with exponential backoff; unacked deliveries come back and
-/// are counted once (the store is idempotent).
+/// Events queue: each delivery is acked only after the transaction holding its record
+/// committed. Lost connections are reopened with exponential backoff; unacked deliveries come
+/// back and are counted once (the store is idempotent). Nothing is ever nacked with requeue (on
+/// RabbitMQ 4.x every requeue counts towards a quorum queue's delivery limit): a record whose
+/// transaction failed is handed to the writer again, still unacked (the writer backs off after
+/// a failed transaction); after `maxStoreAttempts` failures it is copied to the events DLQ with
+/// `push-error-code` `STORE_FAILED`, then acked. When even that copy cannot be published,
+/// consuming stops and the connection is reopened: the broker returns the unacked delivery then.
 ///
-/// Nothing is ever nacked with requeue (on RabbitMQ 4.x every requeue counts towards a quorum
-/// queue's delivery limit, 20 by default, and the events results queue has no dead-letter
-/// exchange: a requeued record could be dropped). A record whose transaction failed is handed
-/// to the writer again, still unacked (the writer backs off after a failed transaction); after
-/// `maxStoreAttempts` failures it is copied to the events DLQ with `push-error-code`
-/// `STORE_FAILED`, then acked. When even that copy cannot be published, consuming stops and the
-/// connection is reopened: the broker returns the unacked delivery then.
+/// Results stream: read from the offset after the one stored in SQLite (`first` on the first
+/// start); each record is written with its offset in one transaction (`EventStore`). A failed
+/// transaction, or an unparseable result that cannot be copied to the DLQ, ends the stream
+/// consumer; it starts again (with backoff) from the stored offset, so nothing is skipped. The
+/// stream's acks only return the credit of `prefetch`.
 public final class EventsConsumer: Sendable {
     /// Tunables of the consumer.
     public struct Configuration: Sendable {
@@ -28,16 +31,28 @@ public final class EventsConsumer: Sendable {
         public var reconnectBackoff = Backoff(initial: .milliseconds(200), max: .seconds(30))
         /// Failed transactions a record may go through before it is dead-lettered (`STORE_FAILED`).
         public var maxStoreAttempts = 5
+        /// The database the writer stores into: where the stream offset is read at each start.
+        public var databasePath: String
+        /// The name the stream offset is stored under.
+        public var streamConsumerName = "events"
 
-        public init(settings: AMQPSettings, topology: Topology) {
+        public init(settings: AMQPSettings, topology: Topology, databasePath: String) {
             self.settings = settings
             self.topology = topology
+            self.databasePath = databasePath
         }
+    }
+
+    /// Ends a stream consumer whose records could not all be stored (or copied to the DLQ).
+    struct StreamRestart: Error, CustomStringConvertible {
+        let description: String
     }
 
     public let configuration: Configuration
     /// True while both queues are being consumed (for `/healthz`).
     public let isConsuming = Atomic<Bool>(false)
+    /// Stream consumer connections so far (`BatchWriter.Pending.generation`).
+    private let generations = Atomic<Int>(0)
     private let writer: BatchWriter
     private let metrics: EventMetrics
     private let logger: Logger
@@ -70,17 +85,23 @@ public final class EventsConsumer: Sendable {
         let t = configuration.topology
         let publisher = try await ConfirmingPublisher.connect(settings: configuration.settings)
         var started: [AMQPConsumer] = []
+        let from: StreamOffset
         do {
+            let stored = try EventStore.storedOffset(path: configuration.databasePath, consumer: configuration.streamConsumerName,
+                                                     stream: t.resultsStream)
+            from = stored.map { .offset($0 + 1) } ?? .first
             started.append(try await AMQPConsumer.start(settings: configuration.settings, queue: t.eventsQueue, prefetch: configuration.prefetch))
-            started.append(try await AMQPConsumer.start(settings: configuration.settings, queue: t.eventsResultsQueue,
-                                                        prefetch: configuration.prefetch))
+            started.append(try await AMQPConsumer.start(settings: configuration.settings, queue: t.resultsStream,
+                                                        prefetch: configuration.prefetch, arguments: from.consumerArguments))
         } catch {
             for c in started { await c.close() }
             await publisher.close()
             throw error
         }
         let consumers = started
-        logger.info("consuming", ["events": t.eventsQueue, "results": t.eventsResultsQueue, "broker": configuration.settings.redactedURL])
+        let generation = generations.add(1, ordering: .relaxed).newValue
+        logger.info("consuming", ["events": t.eventsQueue, "results": t.resultsStream, "from": "\(from)",
+                                  "broker": configuration.settings.redactedURL])
         isConsuming.store(true, ordering: .relaxed)
         defer { isConsuming.store(false, ordering: .relaxed) }
         let watcher = Task {
@@ -90,7 +111,7 @@ public final class EventsConsumer: Sendable {
         defer { watcher.cancel() }
         let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask { await self.drain(consumers[0], isEvents: true, publisher: publisher) }
-            group.addTask { await self.drain(consumers[1], isEvents: false, publisher: publisher) }
+            group.addTask { await self.drainStream(consumers[1], generation: generation, publisher: publisher) }
             var first: (any Error)?
             for await error in group where first == nil && error != nil {
                 first = error
@@ -104,6 +125,43 @@ public final class EventsConsumer: Sendable {
         for c in consumers { await c.close() }
         await publisher.close()
         if let failure { throw failure }
+    }
+
+    /// Feeds the results stream to the writer, each record with its offset; returns the error
+    /// that ended the consumer (`StreamRestart` after a failed transaction).
+    private func drainStream(_ consumer: AMQPConsumer, generation: Int, publisher: ConfirmingPublisher) async -> (any Error)? {
+        let failed = Atomic<Bool>(false)
+        let stream = configuration.topology.resultsStream
+        do {
+            for try await delivery in consumer.deliveries {
+                // After a failure nothing more of this connection is stored: the next one reads
+                // again from the stored offset (what arrives until the cancel is dropped).
+                if failed.load(ordering: .relaxed) { continue }
+                guard let offset = delivery.streamOffset else {
+                    throw StreamRestart(description: "\(stream) delivered a message without x-stream-offset: is it a stream?")
+                }
+                let position = EventStore.StreamPosition(consumer: configuration.streamConsumerName, stream: stream, offset: offset)
+                var record: EventStore.Record?
+                switch Self.record(from: delivery.body, isEvents: false) {
+                case .record(let r): record = r
+                case .invalid(let reason):
+                    guard await deadLetter(delivery, code: "INVALID_RESULT", reason: reason, consumer: consumer, publisher: publisher,
+                                           ack: false) else { failed.store(true, ordering: .relaxed); continue }
+                }
+                let tag = delivery.deliveryTag
+                writer.submit(BatchWriter.Pending(record: record, position: position, generation: generation) { committed in
+                    if committed {
+                        consumer.ack(tag)
+                    } else {
+                        failed.store(true, ordering: .relaxed)
+                        consumer.cancel()
+                    }
+                })
+            }
+            return failed.load(ordering: .relaxed) ? StreamRestart(description: "records of \(stream) not stored; reading again") : nil
+        } catch {
+            return error
+        }
     }
 
     /// Feeds one queue's deliveries to the writer; returns the error that ended the stream.
@@ -143,8 +201,11 @@ public final class EventsConsumer: Sendable {
         })
     }
 
+    /// Copies a delivery to the events DLQ (confirmed), then acks it when `ack`; true when the
+    /// copy is confirmed. Otherwise cancels the consumer (the reconnect returns the delivery).
+    @discardableResult
     private func deadLetter(_ delivery: Delivery, code: String, reason: String, consumer: AMQPConsumer,
-                            publisher: ConfirmingPublisher) async {
+                            publisher: ConfirmingPublisher, ack: Bool = true) async -> Bool {
         var properties = delivery.properties
         properties.headers[DeadLetterHeader.code] = .string(code)
         properties.headers[DeadLetterHeader.message] = .string(String(reason.prefix(1000)))
@@ -153,13 +214,15 @@ public final class EventsConsumer: Sendable {
         do {
             try await publisher.publish(exchange: "", routingKey: configuration.topology.eventsDeadLetterQueue, body: delivery.body,
                                         properties: properties)
-            consumer.ack(delivery.deliveryTag)
+            if ack { consumer.ack(delivery.deliveryTag) }
             metrics.deadLettered.labels(code).increment()
             logger.warning("unparseable delivery moved to the events DLQ", ["queue": consumer.queue, "reason": reason])
+            return true
         } catch {
             // Not requeued: stop consuming; the reconnect returns it (unacked) with the rest.
             logger.warning("cannot move a delivery to the events DLQ; reconnecting", ["queue": consumer.queue, "error": "\(error)"])
             consumer.cancel()
+            return false
         }
     }
 

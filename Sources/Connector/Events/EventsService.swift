@@ -41,7 +41,7 @@ public final class EventsService: Sendable {
         if let path = configuration.databasePath {
             let writer = BatchWriter(store: try EventStore(path: path), metrics: metrics, logger: logger,
                                      maxBatch: configuration.batchSize, maxDelay: configuration.batchDelay)
-            var c = EventsConsumer.Configuration(settings: configuration.settings, topology: configuration.topology)
+            var c = EventsConsumer.Configuration(settings: configuration.settings, topology: configuration.topology, databasePath: path)
             c.prefetch = configuration.prefetch
             self.writer = writer
             consumer = EventsConsumer(configuration: c, writer: writer, metrics: metrics, logger: logger.child("consumer"))

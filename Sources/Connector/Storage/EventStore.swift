@@ -8,6 +8,10 @@ import PushCore
 /// Idempotent under redelivery: a send is keyed on (`job_id`, `mn_message_id`); an event on its
 /// `event_key` (see `EventStore.key(of:)`). Writing the same record twice changes nothing.
 /// Every `store` call is one transaction (`BEGIN IMMEDIATE` … `COMMIT`): all or nothing.
+///
+/// `stream_offsets` holds, per stream consumer (its name, e.g. `events`) and stream, the offset of the last
+/// stream message whose records are stored: written in the same transaction as those records,
+/// so after a crash the consumer resumes right after what it stored; it only ever moves forward.
 public final class EventStore: @unchecked Sendable {
     /// A record to store.
     public enum Record: Sendable {
@@ -36,11 +40,30 @@ public final class EventStore: @unchecked Sendable {
       event_key TEXT NOT NULL PRIMARY KEY, mn_message_id TEXT NOT NULL, event_type TEXT NOT NULL,
       app_id TEXT, occurred_at TEXT, event_id TEXT, stored_at TEXT NOT NULL) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS events_by_message ON events(mn_message_id, event_type);
+    CREATE TABLE IF NOT EXISTS stream_offsets(
+      consumer TEXT NOT NULL, stream TEXT NOT NULL, stored_offset INTEGER NOT NULL, updated_at TEXT NOT NULL,
+      PRIMARY KEY (consumer, stream)) WITHOUT ROWID;
     """
+
+    /// A stream consumer's position, stored with a batch of records.
+    public struct StreamPosition: Sendable, Equatable {
+        /// The consumer's name (one row per name and stream): `events` for the events consumer.
+        public var consumer: String
+        public var stream: String
+        /// The offset of the last message whose records are in this transaction or earlier ones.
+        public var offset: Int64
+
+        public init(consumer: String, stream: String, offset: Int64) {
+            self.consumer = consumer
+            self.stream = stream
+            self.offset = offset
+        }
+    }
 
     private let database: SQLiteDatabase
     private let insertSend: SQLiteStatement
     private let insertEvent: SQLiteStatement
+    private let upsertOffset: SQLiteStatement
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement
     private let rollback: SQLiteStatement
@@ -57,6 +80,11 @@ public final class EventStore: @unchecked Sendable {
             INSERT OR IGNORE INTO events(event_key, mn_message_id, event_type, app_id, occurred_at, event_id, stored_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
             """)
+        upsertOffset = try database.prepare("""
+            INSERT INTO stream_offsets(consumer, stream, stored_offset, updated_at) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT(consumer, stream) DO UPDATE SET updated_at = excluded.updated_at,
+              stored_offset = max(stored_offset, excluded.stored_offset)
+            """)
         begin = try database.prepare("BEGIN IMMEDIATE")
         commit = try database.prepare("COMMIT")
         rollback = try database.prepare("ROLLBACK")
@@ -70,9 +98,23 @@ public final class EventStore: @unchecked Sendable {
         return "at:\(event.mnMessageID):\(event.eventType.rawValue):\(event.occurredAt?.description ?? "")"
     }
 
-    /// Stores `records` in one transaction; on failure nothing of it is stored.
+    /// The offset stored for `consumer` reading `stream`, nil when none is (first start). Opens
+    /// a connection of its own: safe while the writer thread writes.
+    public static func storedOffset(path: String, consumer: String, stream: String) throws(SQLiteError) -> Int64? {
+        let database = try SQLiteDatabase(path: path)
+        try database.execute(schema)
+        let query = try database.prepare("SELECT stored_offset FROM stream_offsets WHERE consumer = ?1 AND stream = ?2")
+        try query.bind(1, consumer)
+        try query.bind(2, stream)
+        defer { query.reset() }
+        return try query.step() ? query.int(0) : nil
+    }
+
+    /// Stores `records` and the stream `positions` in one transaction; on failure nothing of it
+    /// is stored. A position never moves a stored offset back.
     @discardableResult
-    public func store(_ records: [Record], now: Timestamp = Timestamp(secondsSince1970: Date().timeIntervalSince1970)) throws(SQLiteError) -> WriteSummary {
+    public func store(_ records: [Record], positions: [StreamPosition] = [],
+                      now: Timestamp = Timestamp(secondsSince1970: Date().timeIntervalSince1970)) throws(SQLiteError) -> WriteSummary {
         var summary = WriteSummary()
         try begin.run()
         do {
@@ -105,6 +147,13 @@ public final class EventStore: @unchecked Sendable {
                 } else {
                     summary.sendsInserted += 1
                 }
+            }
+            for position in positions {
+                try upsertOffset.bind(1, position.consumer)
+                try upsertOffset.bind(2, position.stream)
+                try upsertOffset.bind(3, position.offset)
+                try upsertOffset.bind(4, now.description)
+                try upsertOffset.run()
             }
             try commit.run()
         } catch {

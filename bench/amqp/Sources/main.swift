@@ -1,15 +1,22 @@
 // amqp-bench: publish-with-confirm throughput, streamed confirms vs one wait per message
 // (baseline, same run), and consume+ack throughput, against a real broker.
 //   amqp-bench AMQP_URL [messages] [window]
+// Results mode: the broker's CPU (beam.smp, BEAM_PID) per result, results exchange bound to two
+// quorum queues (one consumed, as the events consumer did) vs one stream (read by one reader).
+//   BEAM_PID=… amqp-bench AMQP_URL results [messages] [window] [rounds]
 import AMQP
 import Foundation
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    print("usage: amqp-bench AMQP_URL [messages=20000] [window=1000]")
+    print("usage: amqp-bench AMQP_URL [messages=20000] [window=1000] | AMQP_URL results [messages] [window] [rounds]")
     exit(2)
 }
 let settings = try AMQPSettings(url: arguments[1])
+if arguments.count > 2 && arguments[2] == "results" {
+    try await ResultsBench.run(settings: settings, arguments: Array(arguments.dropFirst(3)))
+    exit(0)
+}
 let total = arguments.count > 2 ? Int(arguments[2]) ?? 20_000 : 20_000
 let window = arguments.count > 3 ? Int(arguments[3]) ?? 1_000 : 1_000
 let baselineTotal = max(total / 10, 500)
