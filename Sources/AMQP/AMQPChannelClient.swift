@@ -11,10 +11,10 @@ import Foundation
 /// A channel-level error (404 on a passive declare, 406 on arguments that differ from an existing
 /// queue's) throws `.channelClosed` and the client reopens its channel, so it stays usable.
 public final class AMQPChannelClient {
-    private let connection: AMQPConnection
-    private var confirmsSelected = false
+    let connection: AMQPConnection
+    var confirmsSelected = false
     /// Publish sequence number of the last message published in confirm mode on this channel.
-    private var publishSequence: UInt64 = 0
+    var publishSequence: UInt64 = 0
 
     /// Connects and opens channel 1.
     public init(settings: AMQPSettings) throws(AMQPError) {
@@ -25,7 +25,7 @@ public final class AMQPChannelClient {
     public func close() { connection.close() }
 
     /// Runs a synchronous RPC and reopens the channel when the broker closed it.
-    private func rpc<T>(_ what: String, _ body: () -> T) throws(AMQPError) -> T {
+    func rpc<T>(_ what: String, _ body: () -> T) throws(AMQPError) -> T {
         let result = body()
         do {
             try connection.check(what)
@@ -158,48 +158,30 @@ public final class AMQPChannelClient {
     }
 
     /// Publishes one message and blocks until the broker confirms it (one wait per message: fine
-    /// for tools and small volumes; use `ConfirmingPublisher` for throughput). Throws `.nacked`
-    /// or `.channelClosed` (e.g. 404 for a missing exchange).
+    /// for tools and small volumes; use `publish(…)` + `nextConfirm` or `ConfirmingPublisher` for
+    /// throughput). Throws `.nacked` or `.channelClosed` (e.g. 404 for a missing exchange).
     ///
     /// With `mandatory`, a message that no queue takes is not silently dropped: the broker returns
     /// it (basic.return, before its confirm) and this throws `.returned` (312 NO_ROUTE) — the
-    /// caller knows it was not delivered anywhere (the DLQ replay relies on it).
+    /// caller knows it was not delivered anywhere.
     public func publishConfirmed(exchange: String, routingKey: String, body: Data,
                                  properties: MessageProperties = MessageProperties(),
                                  mandatory: Bool = false) throws(AMQPError) {
-        try selectConfirms()
-        try connection.publish(exchange: exchange, routingKey: routingKey, body: body,
-                               properties: properties, mandatory: mandatory)
-        publishSequence += 1
-        try awaitConfirms(from: publishSequence)
+        let sequence = try publish(exchange: exchange, routingKey: routingKey, body: body, properties: properties, mandatory: mandatory)
+        try awaitConfirms(from: sequence)
     }
 
-    /// Publishes copies of messages taken with `get`, in order, each as a *mandatory* publish
-    /// with exactly the properties it arrived with (`Delivery.encodedProperties`: every header in
-    /// its order and with its type, `x-death` included) but for `x-delivery-count`, which the
-    /// broker adds on delivery (a quorum queue even on the first), then waits until the broker
-    /// confirmed every one. Throws `.nacked`, `.returned` (routed nowhere) or `.channelClosed` — then some
-    /// of the copies may have been enqueued and others not.
+    /// Publishes copies of messages taken with `get` or `nextDelivery`, in order (`publish(copyOf:)`),
+    /// then waits until the broker confirmed every one. Throws `.nacked`, `.returned` (routed
+    /// nowhere) or `.channelClosed` — then some of the copies may have been enqueued and others not.
     public func publishCopiesConfirmed(_ copies: [Delivery], exchange: String, routingKey: String) throws(AMQPError) {
-        guard !copies.isEmpty else { return }
-        try selectConfirms()
-        let first = publishSequence + 1
-        for copy in copies {
-            if let encoded = copy.encodedProperties {
-                try connection.publish(exchange: exchange, routingKey: routingKey, body: copy.body,
-                                       encodedProperties: encoded, droppingHeaders: ["x-delivery-count"], mandatory: true)
-            } else {
-                var properties = copy.properties
-                properties.headers.removeValue(forKey: "x-delivery-count")
-                try connection.publish(exchange: exchange, routingKey: routingKey, body: copy.body,
-                                       properties: properties, mandatory: true)
-            }
-            publishSequence += 1
-        }
-        try awaitConfirms(from: first)
+        guard let first = copies.first else { return }
+        let firstSequence = try publish(copyOf: first, exchange: exchange, routingKey: routingKey)
+        for copy in copies.dropFirst() { try publish(copyOf: copy, exchange: exchange, routingKey: routingKey) }
+        try awaitConfirms(from: firstSequence)
     }
 
-    /// Reads frames until the broker confirmed every publish from sequence number `first` to the
+    /// Reads confirms until the broker confirmed every publish from sequence number `first` to the
     /// last one (acks with `multiple` honoured, older acks ignored). A nack or a closed channel
     /// throws at once; a mandatory publish returned as unroutable throws `.returned` once the
     /// confirms are in, so no frame of this batch is left for the next call to misread.
@@ -207,31 +189,25 @@ public final class AMQPChannelClient {
         var outstanding = Set(first...publishSequence)
         var returned: AMQPError?
         while !outstanding.isEmpty {
-            guard let frame = try connection.nextFrame(timeoutMicros: 1_000_000) else { continue }
-            defer { connection.releaseBuffers() }
-            switch frame {
-            case .returned(let code, let text, let exchange, let key):
-                returned = returned ?? .returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
+            switch try nextConfirm(timeoutMicros: 1_000_000) {
+            case nil: continue
+            case .returned(let error): returned = returned ?? error
             case .ack(let tag, let multiple):
                 if multiple { outstanding = outstanding.filter { $0 > tag } } else { outstanding.remove(tag) }
             case .nack: throw .nacked()
-            case .channelClosed(_, let error):
-                try reopenAfterChannelClose()
-                throw error
-            default: continue
             }
         }
         if let returned { throw returned }
     }
 
-    private func selectConfirms() throws(AMQPError) {
+    func selectConfirms() throws(AMQPError) {
         guard !confirmsSelected else { return }
         _ = try rpc("confirm.select") { amqp_confirm_select(connection.raw, 1) }
         confirmsSelected = true
         publishSequence = 0
     }
 
-    private func reopenAfterChannelClose() throws(AMQPError) {
+    func reopenAfterChannelClose() throws(AMQPError) {
         try connection.openChannel(1)
         publishSequence = 0
         _ = amqp_confirm_select(connection.raw, 1)

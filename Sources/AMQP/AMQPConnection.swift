@@ -205,7 +205,9 @@ final class AMQPConnection {
     /// Reads one frame, waiting at most `timeoutMicros` (0: only what is already there).
     /// Returns nil on timeout. Services heartbeats. Throws `.connectionLost` when the connection
     /// dies (the server's connection.close is answered first).
-    func nextFrame(timeoutMicros: Int) throws(AMQPError) -> IncomingFrame? {
+    /// With `keepEncoded`, a delivery also carries its properties in wire encoding
+    /// (`Delivery.encodedProperties`, for byte-exact copies).
+    func nextFrame(timeoutMicros: Int, keepEncoded: Bool = false) throws(AMQPError) -> IncomingFrame? {
         var frame = amqp_frame_t()
         var tv = timeval(tv_sec: timeoutMicros / 1_000_000, tv_usec: Int(timeoutMicros % 1_000_000))
         let status = amqp_simple_wait_frame_noblock(state, &frame, &tv)
@@ -224,10 +226,10 @@ final class AMQPConnection {
             let m = decoded.assumingMemoryBound(to: amqp_basic_deliver_t.self).pointee
             let tag = m.delivery_tag, redelivered = m.redelivered != 0
             let exchange = CDecode.string(m.exchange), routingKey = CDecode.string(m.routing_key)
-            let (properties, body, _) = try readContent(channel: frame.channel)
+            let (properties, body, encoded) = try readContent(channel: frame.channel, keepEncoded: keepEncoded)
             return .deliver(Delivery(body: body, properties: properties, deliveryTag: tag,
                                      redelivered: redelivered, exchange: exchange, routingKey: routingKey,
-                                     messageCount: nil))
+                                     messageCount: nil, encodedProperties: encoded))
         case AMQPMethod.basicAck:
             let m = decoded.assumingMemoryBound(to: amqp_basic_ack_t.self).pointee
             return .ack(tag: m.delivery_tag, multiple: m.multiple != 0)

@@ -71,7 +71,8 @@ public struct AMQPError: Error, CustomStringConvertible, Sendable {
     static func consumerCancelledByServer(_ queue: String) -> AMQPError {
         AMQPError(.consumerCancelledByServer, "the broker cancelled the consumer on queue '\(queue)'")
     }
-    static func nacked() -> AMQPError { AMQPError(.nacked, "the broker nacked the publish") }
+    /// A publish the broker refused (basic.nack).
+    public static func nacked() -> AMQPError { AMQPError(.nacked, "the broker nacked the publish") }
     static func returned(_ message: String, replyCode: UInt16) -> AMQPError {
         AMQPError(.returned, message, replyCode: replyCode)
     }

@@ -88,7 +88,7 @@ import Testing
         let f = try await PipelineFixture()
         let (shutdown, task) = f.startWorker(try f.makeWorker())
         try await f.publish([jobJSON("ios-1", tokens: ["dev-i1", "dev-i2"], app: "shop-ios"), jobJSON("ok-1", tokens: ["dev-ok"])])
-        _ = try await f.results(1)
+        _ = try await f.results(3)  // ok-1 sent, ios-1's two recipients dead_lettered
         try await f.waitForCount(f.topology.deadLetterQueue, 1)
         shutdown.trigger()
         await task.value

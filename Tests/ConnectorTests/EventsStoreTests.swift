@@ -5,9 +5,10 @@ import Testing
 
 /// The SQLite event store and the funnel query, on a real database file.
 @Suite(.timeLimit(.minutes(1))) struct EventsStoreTests {
-    static func result(_ job: String, _ id: String, _ outcome: SendOutcome, campaign: String? = "C1", app: String = "shop-android") -> SendResult {
+    static func result(_ job: String, _ id: String, _ outcome: SendOutcome, campaign: String? = "C1", app: String = "shop-android",
+                       at seconds: Double = 1_800_000_000, replays: Int = 0) -> SendResult {
         SendResult(jobID: job, appID: app, mnMessageID: id, campaign: campaign, target: ("token", "t-\(id)"), outcome: outcome,
-                   attempts: 1, completedAt: Timestamp(secondsSince1970: 1_800_000_000))
+                   attempts: 1, completedAt: Timestamp(secondsSince1970: seconds), replays: replays)
     }
 
     static func event(_ type: PushEventType, _ id: String, at: Double? = nil, eventID: String? = nil) -> PushEvent {
@@ -59,17 +60,60 @@ import Testing
             .send(Self.result("a", "mnid2m.1.0.0.0.1", .sent)), .send(Self.result("a", "mnid2m.1.0.0.0.2", .sent)),
             .send(Self.result("a", "mnid2m.1.0.0.0.3", .invalidToken)), .send(Self.result("a", "mnid2m.1.0.0.0.4", .rejected)),
             .send(Self.result("b", "mnid2m.1.0.0.0.5", .expired, campaign: "C2", app: "other")),
+            .send(Self.result("a", "mnid2m.1.0.0.0.6", .deadLettered)),
             .event(Self.event(.open, "mnid2m.1.0.0.0.1")), .event(Self.event(.click, "mnid2m.1.0.0.0.1")),
             .event(Self.event(.dismiss, "mnid2m.1.0.0.0.2")),
         ])
         let a = try FunnelQuery.run(path: path, scope: .campaign("C1"))
-        #expect(a.recipients == 4 && a.sent == 2 && a.invalidTokens == 1 && a.rejected == 1 && a.expired == 0)
+        #expect(a.recipients == 5 && a.sent == 2 && a.invalidTokens == 1 && a.rejected == 1 && a.expired == 0 && a.deadLettered == 1)
         #expect(a.opened == 1 && a.clicked == 1 && a.dismissed == 1 && a.rate(a.opened) == 0.5)
         let b = try FunnelQuery.run(path: path, scope: .app("other"))
         #expect(b.recipients == 1 && b.expired == 1 && b.rate(b.opened) == nil)
         let json = a.json(scope: .campaign("C1"))
-        #expect(json["dead_lettered"] == .null)
+        #expect(json["dead_lettered"] == 1)
         #expect(json["rates"]?["opened"] == .double(0.5))
+        #expect(a.text(scope: .campaign("C1")).contains("\ndead-lettered    1\n"))
+    }
+
+    /// A recipient dead-lettered, then replayed and sent, counts as sent whatever order the two
+    /// results arrive in; a stale or duplicate result changes nothing.
+    @Test func eachRecipientCountsOnceUnderItsLatestOutcome() throws {
+        let path = try temporaryDirectory() + "/events.db"
+        let store = try EventStore(path: path)
+        let t = 1_800_000_000.0
+        // Dead-lettered first, then the replay (one more replay, later) sent it.
+        try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.1", .deadLettered, at: t))])
+        #expect(try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.1", .sent, at: t + 60, replays: 1))]).sendsInserted == 1)
+        // The other way round (results read out of order): the stale dead letter is ignored.
+        try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.2", .sent, at: t + 60, replays: 1))])
+        #expect(try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.2", .deadLettered, at: t))]).duplicates == 1)
+        // Same replay count and second: the outcome that reached FCM wins.
+        try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.3", .sent, at: t)), .send(Self.result("j", "mnid2m.9.0.0.0.3", .deadLettered, at: t))])
+        // More replays win over a later clock (a worker whose clock runs behind).
+        try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.4", .deadLettered, at: t + 600)),
+                         .send(Self.result("j", "mnid2m.9.0.0.0.4", .sent, at: t + 1, replays: 1))])
+        // Dead-lettered again after a replay: the latest is dead_lettered.
+        try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.5", .deadLettered, at: t)),
+                         .send(Self.result("j", "mnid2m.9.0.0.0.5", .deadLettered, at: t + 60, replays: 1))])
+        let funnel = try FunnelQuery.run(path: path, scope: .job("j"))
+        #expect(funnel.recipients == 5 && funnel.sent == 4 && funnel.deadLettered == 1, "\(funnel)")
+    }
+
+    /// A database written before results carried `replays` is upgraded in place and keeps its rows.
+    @Test func aDatabaseWithoutTheReplaysColumnIsUpgradedAndKeepsItsRows() throws {
+        let path = try temporaryDirectory() + "/events.db"
+        let old = try SQLiteDatabase(path: path)
+        try old.execute("""
+            CREATE TABLE sends(job_id TEXT NOT NULL, mn_message_id TEXT NOT NULL, app_id TEXT NOT NULL, campaign TEXT,
+              outcome TEXT NOT NULL, error_code TEXT, attempts INTEGER NOT NULL, completed_at TEXT NOT NULL,
+              PRIMARY KEY (job_id, mn_message_id)) WITHOUT ROWID;
+            INSERT INTO sends VALUES ('j', 'mnid2m.8.0.0.0.1', 'shop-android', NULL, 'sent', NULL, 1, '2027-01-15T08:00:00Z');
+            """)
+        let store = try EventStore(path: path)
+        try store.store([.send(Self.result("j", "mnid2m.8.0.0.0.2", .deadLettered)),
+                         .send(Self.result("j", "mnid2m.8.0.0.0.2", .sent, at: 1_800_000_100, replays: 1))])
+        let funnel = try FunnelQuery.run(path: path, scope: .job("j"))
+        #expect(funnel.recipients == 2 && funnel.sent == 2 && funnel.deadLettered == 0)
     }
 
     @Test func eventKeysCompareWholeKeysOnly() {

@@ -41,15 +41,16 @@ import Testing
         let (shutdown, task) = f.startWorker(try f.makeWorker(fcmPath: "/fcm-typo"))
         try await f.publish([jobJSON("wrong-url", tokens: ["unregistered-valid-looking"])])
         let dead = try await f.take(1, from: f.topology.deadLetterQueue)
+        let results = try await f.results(1)
         shutdown.trigger()
         await task.value
         let headers = dead[0].properties.headers
         #expect(headers[DeadLetterHeader.code]?.stringValue == "CONFIGURATION_ERROR")
         let message = headers[DeadLetterHeader.message]?.stringValue ?? ""
         #expect(message.contains("UNEXPECTED_RESPONSE") && message.contains("HTTP 404") && message.contains("Error 404 (Not Found)"), "\(message)")
-        // The worker finished the job (dead letter published, delivery acked) before it stopped:
-        // nothing reached the results, so no consumer can prune the token.
-        #expect(try await f.remainingResults().isEmpty)
+        // The one result says dead_lettered, never invalid_token: no consumer can prune the token.
+        #expect(results.map(\.outcome) == [.deadLettered] && results.first?.error?.code == "CONFIGURATION_ERROR")
+        #expect(try await f.remainingResults().isEmpty, "one result only")
         #expect(f.emulator.recordedMessages().isEmpty)
     }
 
@@ -73,7 +74,7 @@ import Testing
         let (shutdown, task) = f.startWorker(try f.makeWorker(maxAttempts: 3))
         try await f.publish([jobJSON("doomed", tokens: ["unavailable-dev", "dev-ok"])])
         let dead = try await f.take(1, from: f.topology.deadLetterQueue, timeout: .seconds(40))
-        let results = try await f.results(1)
+        let results = try await f.results(2)
         shutdown.trigger()
         await task.value
         let headers = dead[0].properties.headers
@@ -84,7 +85,10 @@ import Testing
         let job = try SendJob.decode(dead[0].body)
         guard case .recipients(let list) = job.target else { Issue.record("no recipients"); return }
         #expect(list.map(\.token) == ["unavailable-dev"])
-        #expect(results.map(\.target.value) == ["dev-ok"])
+        #expect(results.map(\.target.value) == ["dev-ok", "unavailable-dev"])
+        #expect(results.map(\.outcome) == [.sent, .deadLettered])
+        #expect(results[1].error?.code == "RETRIES_EXHAUSTED" && results[1].attempts == 3)
+        #expect(results[1].mnMessageID == MessageID.generate(jobID: "doomed", index: 0))
     }
 
     @Test func badInputIsDeadLetteredWithItsReasonAndTheWorkerKeepsGoing() async throws {
@@ -95,7 +99,7 @@ import Testing
         try await f.publish([#"{"job_id": "broken", "#, #"{"app_id":"shop-android","topic":"news","notification":{"title":"T"}}"#,
                              jobJSON("stranger", tokens: ["dev"], app: "no-such-app"), jobJSON("after", tokens: ["dev-after"])])
         let dead = try await f.take(4, from: f.topology.deadLetterQueue)
-        let results = try await f.results(1)
+        let results = try await f.results(2)
         shutdown.trigger()
         await task.value
         // Concurrent lanes dead-letter in no guaranteed order: find each by its body.
@@ -111,7 +115,10 @@ import Testing
         #expect(noID.code == "INVALID_JOB" && noID.message?.contains("job_id") == true)
         let stranger = find(Data(jobJSON("stranger", tokens: ["dev"], app: "no-such-app").utf8))
         #expect(stranger.code == "UNKNOWN_APP" && stranger.message?.contains("no-such-app") == true)
-        #expect(results.map(\.jobID) == ["after"])
+        // Undecodable bodies have no recipients, so no result; the unknown App ID's one recipient has one.
+        #expect(results.map(\.jobID).sorted() == ["after", "stranger"])
+        #expect(results.first { $0.jobID == "stranger" }?.outcome == .deadLettered)
+        #expect(results.first { $0.jobID == "stranger" }?.error?.code == "UNKNOWN_APP")
     }
 
     @Test func jobPastNotAfterEndsExpiredWithoutSending() async throws {

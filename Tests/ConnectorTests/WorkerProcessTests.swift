@@ -72,6 +72,7 @@ func builtProduct(_ name: String) throws -> String {
         try await f.publish([jobJSON("before", tokens: ["dev-1"], app: "late-app")])
         let dead = try await f.take(1, from: f.topology.deadLetterQueue)
         #expect(dead.first?.properties.headers["push-error-code"]?.stringValue == "UNKNOWN_APP")
+        #expect(try await f.results(1).map(\.outcome) == [.deadLettered])
 
         // A broken file is refused — the worker says so — and the old configuration stays in force.
         let original = try String(contentsOfFile: f.appsFile, encoding: .utf8)
@@ -80,7 +81,8 @@ func builtProduct(_ name: String) throws -> String {
         let refused = try await waitForLog(log, "configuration reload refused; keeping the previous one")
         #expect(refused.contains(f.appsFile), "the refusal names the file: \(refused)")
         try await f.publish([jobJSON("still-served", tokens: ["dev-2"]), jobJSON("still-unknown", tokens: ["dev-4"], app: "late-app")])
-        #expect(try await f.results(1).map(\.jobID) == ["still-served"])
+        let served = try await f.results(2)
+        #expect(Set(served.map { "\($0.jobID) \($0.outcome.rawValue)" }) == ["still-served sent", "still-unknown dead_lettered"])
         let stillDead = try await f.take(1, from: f.topology.deadLetterQueue)
         #expect(stillDead.first?.properties.headers["push-error-code"]?.stringValue == "UNKNOWN_APP")
         #expect(!(try String(contentsOfFile: log, encoding: .utf8)).contains("configuration reloaded"))

@@ -181,4 +181,33 @@ import Testing
         #expect(result.routingKey == "shop.invalid_token")
         #expect(try SendResult.decode(JSONValue.parse(result.encoded().encodedBytes())) == result)
     }
+
+    @Test func aDeadLetteredResultCarriesItsCodeAndReplaysAndRoutesAsDeadLettered() throws {
+        let result = SendResult(jobID: "j", appID: "shop", mnMessageID: "mnid2m.1.2.3.4.5", campaign: nil, target: ("topic", "news"),
+                                outcome: .deadLettered, error: ResultError(code: "UNKNOWN_APP", message: "unknown App ID"),
+                                attempts: 0, completedAt: Timestamp(secondsSince1970: 1_800_000_000), replays: 2)
+        #expect(result.routingKey == "shop.dead_lettered")
+        let json = result.encoded()
+        #expect(json["outcome"] == "dead_lettered" && json["replays"] == 2 && json["error"]?["code"] == "UNKNOWN_APP")
+        #expect(try SendResult.decode(JSONValue.parse(json.encodedBytes())) == result)
+        // A result from before `replays` existed reads as never replayed.
+        let old = try SendResult.decode(JSONValue.parse(#"{"job_id":"j","app_id":"a","mn_message_id":"m","target":{"token":"t"},"outcome":"sent"}"#))
+        #expect(old.replays == 0)
+    }
+
+    /// The contract's latest-outcome rule: replays first, then completed_at (whole seconds), then
+    /// an outcome that reached FCM over dead_lettered.
+    @Test func latestOutcomeOrdersByReplaysThenTimeThenNotDeadLettered() {
+        func r(_ outcome: SendOutcome, at: Double, replays: Int = 0) -> SendResult {
+            SendResult(jobID: "j", appID: "a", mnMessageID: "m", campaign: nil, target: ("token", "t"), outcome: outcome,
+                       attempts: 1, completedAt: Timestamp(secondsSince1970: at), replays: replays)
+        }
+        #expect(r(.sent, at: 100, replays: 1).isLater(than: r(.deadLettered, at: 200)))
+        #expect(!r(.deadLettered, at: 200).isLater(than: r(.sent, at: 100, replays: 1)))
+        #expect(r(.sent, at: 101).isLater(than: r(.deadLettered, at: 100)))
+        #expect(r(.deadLettered, at: 101).isLater(than: r(.sent, at: 100)))
+        #expect(r(.sent, at: 100.7).isLater(than: r(.deadLettered, at: 100.2)))
+        #expect(!r(.deadLettered, at: 100.7).isLater(than: r(.sent, at: 100.2)))
+        #expect(!r(.sent, at: 100).isLater(than: r(.sent, at: 100)))
+    }
 }

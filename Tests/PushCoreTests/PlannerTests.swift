@@ -84,6 +84,8 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(p.retry == nil)
         #expect(p.deadLetters.map(\.code) == [.retriesExhausted])
         #expect(p.deadLetters.first?.message.contains("3 attempt") == true)
+        #expect(p.results.map(\.outcome) == [.deadLettered])
+        #expect(p.results.first?.error?.code == "RETRIES_EXHAUSTED" && p.results.first?.attempts == 3)
     }
 
     @Test func aSendHeldBackByAPausedProjectDoesNotSpendAnAttempt() throws {
@@ -122,7 +124,13 @@ struct SeededGenerator: RandomNumberGenerator {
                                                  1: .authFailed(ResultError(code: "UNAUTHENTICATED", httpStatus: 401, message: "token")),
                                                  2: .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "no"))])
         #expect(p.deadLetters.map(\.code) == [.authFailed, .thirdPartyAuthError, .permissionDenied])
-        #expect(p.results.isEmpty)
+        // Every dead-lettered recipient still gets a result, with its code and reason.
+        #expect(p.results.map(\.outcome) == [.deadLettered, .deadLettered, .deadLettered])
+        #expect(p.results.map(\.target.value) == ["b", "a", "c"])
+        #expect(p.results.map { $0.error?.code } == ["AUTH_FAILED", "THIRD_PARTY_AUTH_ERROR", "PERMISSION_DENIED"])
+        #expect(p.results[0].error?.message == "UNAUTHENTICATED: token")
+        #expect(p.results.map(\.mnMessageID) == [1, 0, 2].map { MessageID.generate(jobID: "j", index: $0) })
+        #expect(p.results.allSatisfy { $0.routingKey == "shop-android.dead_lettered" && $0.attempts == 1 })
     }
 
     @Test func invalidRecipientIsRejectedWithItsRuleCode() throws {

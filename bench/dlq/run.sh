@@ -1,14 +1,15 @@
 #!/bin/sh
 # shellcheck disable=SC2086 # $b and $row are split into words on purpose
 # DLQ tool benchmark: N dead letters through dlq import / stats / list / export / replay, against
-# `push-connector send` of the same N jobs (pipelined publisher confirms) as the baseline.
+# `push-connector send` of the same N jobs (pipelined publisher confirms) as the baseline, then
+# `dlq replay` with windows 1, 16, 100 (default) and 1000, each on N freshly imported dead letters.
 #   bench/dlq/run.sh [N]        (default 1000; builds push-connector in release mode)
 # Starts its own broker (scripts/test-broker.sh) and stops it at the end.
 set -eu
 n=${1:-1000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-timeout 900 flock /tmp/swift-build.lock swift build -c release --product push-connector >/dev/null
+timeout 900 swift build -c release --product push-connector >/dev/null
 bin=$root/.build/release/push-connector
 dir=$(mktemp -d /tmp/dlq-bench.XXXXXX)
 broker_dir=/tmp/dlq-bench-broker-$$   # outside $dir: the rabbitmq user must reach it
@@ -36,20 +37,31 @@ PY
 
 secs() { date +%s.%N; }
 rate() { python3 -c "import sys; print('%8.0f' % ($n / ($2 - $1)))" "$1" "$2"; }
+count() { $bin dlq stats --json $b | python3 -c "import json,sys; print(json.load(sys.stdin)['total'])"; }
 t0=$(secs); $bin send --no-validate $b "$dir/jobs.jsonl" >/dev/null; t1=$(secs)
-base=$(rate "$t0" "$t1")
 $bin dlq import $b "$dir/dlq.jsonl" >/dev/null; t2=$(secs)
 $bin dlq stats $b >/dev/null; t3=$(secs)
 $bin dlq list $b >/dev/null; t4=$(secs)
 $bin dlq export $b "$dir/out.jsonl" >/dev/null; t5=$(secs)
 $bin dlq replay $b >/dev/null; t6=$(secs)
-echo "N=$n messages; msg/s (ratio to the baseline)"
-for row in "send (baseline, pipelined confirms) $t0 $t1" "dlq import (one confirm at a time) $t1 $t2" \
-           "dlq stats (read + ordered requeue) $t2 $t3" "dlq list $t3 $t4" "dlq export $t4 $t5" \
-           "dlq replay (publish, confirm, ack, one at a time) $t5 $t6"; do
-    set -- $row
-    shift $(($# - 2)); a=$1; z=$2
-    label=$(echo "$row" | sed 's/ [0-9.]* [0-9.]*$//')
+rows="send (baseline, pipelined confirms)|$t0|$t1
+dlq import (window 100)|$t1|$t2
+dlq stats (consume, copy back, window 16)|$t2|$t3
+dlq list|$t3|$t4
+dlq export|$t4|$t5
+dlq replay (window 100, the default)|$t5|$t6"
+left=$(count)
+[ "$left" = 0 ] || { echo "replay left $left dead letters" >&2; exit 1; }
+for w in 1 16 100 1000; do
+    $bin dlq purge --yes $b >/dev/null
+    $bin dlq import $b "$dir/dlq.jsonl" >/dev/null
+    a=$(secs); $bin dlq replay --window $w $b >/dev/null; z=$(secs)
+    rows="$rows
+dlq replay --window $w|$a|$z"
+done
+echo "N=$n messages; msg/s (ratio to send in the same run)"
+base=$(rate "$t0" "$t1")
+echo "$rows" | while IFS='|' read -r label a z; do
     r=$(rate "$a" "$z")
-    printf '%-52s %s/s  x%s\n' "$label" "$r" "$(python3 -c "print('%.2f' % ($r / $base))")"
+    printf '%-44s %s/s  x%s\n' "$label" "$r" "$(python3 -c "print('%.2f' % ($r / $base))")"
 done

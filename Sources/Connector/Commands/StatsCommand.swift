@@ -7,9 +7,10 @@ public struct StatsCommand: Command {
         name: "stats", synopsis: "--db FILE [--job-id J | --campaign C | --app-id A] [--json]",
         about: """
         Prints the funnel from the events database: recipients (results stored), sent, validated,
-        invalid tokens, rejected, expired, then received, opened, clicked, dismissed (distinct
-        messages with at least one such event) and their rates against sent. Dead-lettered jobs
-        produce no results, so the database cannot count them (shown as unknown / null).
+        invalid tokens, rejected, expired, dead-lettered, then received, opened, clicked, dismissed
+        (distinct messages with at least one such event) and their rates against sent. Each
+        recipient counts once, under its latest outcome: dead-lettered, then replayed and sent,
+        counts as sent.
         """,
         options: [
             .value("--db", "FILE", "the database written by `push-connector events`", .nonEmpty),

@@ -4,48 +4,50 @@ import Foundation
 /// One pass over the DLQ that removes some messages and leaves the others in their order,
 /// without ever requeueing one.
 ///
-/// How: the pass takes the messages that were ready when it started, one by one with basic.get
-/// (unacked). A message it removes is acked once the caller's work on it succeeded (a replay's
-/// publish was confirmed). A message it keeps is re-published to the back of the DLQ — body and
-/// properties byte for byte, every header in its order and type, `x-death` included — in read
-/// order, in small batches on a second connection, mandatory and confirmed, and only THEN is the
-/// original acked. After the pass the kept messages stand in their old order (the queue went
-/// round once). Never requeueing is what makes it safe on RabbitMQ 4.x, where every requeue
-/// counts towards the quorum queue's delivery limit (20 by default) and the DLQ has no
-/// dead-letter exchange: a requeueing pass would drop dead letters after ~20 runs. A copy is a
-/// new message with a delivery count of 0.
+/// How: the pass consumes the messages that were ready when it started (prefetch = the window,
+/// manual acks). A message it keeps is re-published to the back of the DLQ — body and properties
+/// byte for byte, every header in its order and type, `x-death` included — and a message it moves
+/// (a replay) is published to its destination; both in read order, *mandatory*, on a second
+/// connection in confirm mode, with up to `window` publishes in flight and the confirms read as a
+/// stream. An original is acked only once its own publish and every earlier one are confirmed
+/// (`PassSettlement`: `basic.ack multiple`, in read order). After the pass the kept messages stand
+/// in their old order (the queue went round once). Never requeueing is what makes it safe on
+/// RabbitMQ 4.x, where every requeue counts towards the quorum queue's delivery limit (20 by
+/// default) and the DLQ has no dead-letter exchange: a requeueing pass would drop dead letters
+/// after ~20 runs. A copy is a new message with a delivery count of 0.
 ///
 /// Safety: killed at any instant, the broker returns the unacked originals: nothing is lost; the
-/// copies of the batch in flight (at most `batchSize`) may then be in the queue twice, and the
-/// order is not guaranteed; a purge's batch in flight is not deleted. Messages dead-lettered while a pass runs are not read by it: they
-/// land among the copies, in arrival order.
+/// messages in flight (at most `window`) may then be both in the DLQ and at their copy or replay
+/// destination, and the returned ones come back in no guaranteed order. Messages dead-lettered
+/// while a pass runs are not read by it: they land among the copies, in arrival order.
 final class DeadLetterQueuePass {
     /// What to do with a message once looked at.
-    enum Disposition { case keep, remove }
+    enum Disposition {
+        /// Leave it in the DLQ (re-published to the back, then the original acked).
+        case keep
+        /// Delete it (acked, nothing published).
+        case remove
+        /// Move it: publish this message (mandatory) and ack the original once it is confirmed.
+        case move(exchange: String, routingKey: String, body: Data, properties: MessageProperties)
+    }
 
-    /// Messages settled per batch (kept ones re-published with one confirm wait, then all acked).
-    /// At most 16: RabbitMQ 3.10 turns each basic.get ack into its own quorum-queue command,
-    /// keeps ~32 in flight per channel and stashes the rest, and stashed acks are lost when the
-    /// channel closes (measured: the last acks of a batch of 36 came back as messages).
-    static let batchSize = 16
+    /// The window of the passes that only read or delete (`list`, `stats`, `export`, `purge`):
+    /// at most 16 copies in flight, so a kill leaves at most 16 messages twice in the DLQ.
+    static let readingWindow = 16
 
     let queue: String
+    let window: Int
     private let client: AMQPChannelClient
     private let republisher: AMQPChannelClient
-    private var kept: [Delivery] = []
-    /// Messages read and not yet acked, and the delivery tag of the last one read.
-    private var unsettled = 0
-    private var lastTag: UInt64?
-    /// Ack a removed message before reading the next (replay: at most the one job in flight may
-    /// end up in both queues); otherwise removals are acked with their batch.
-    private let settlesRemovalsAtOnce: Bool
     /// Ready messages when the pass started: the pass reads at most that many.
     let initialCount: Int
+    /// Messages the pass removed or moved, counted once their ack was sent.
+    private(set) var removed = 0
 
-    /// Connects (twice: reading and re-publishing) and checks that the queue exists.
-    init(settings: AMQPSettings, queue: String, command: String, settlesRemovalsAtOnce: Bool = false) throws(CommandFailure) {
+    /// Connects (twice: reading and publishing) and checks that the queue exists.
+    init(settings: AMQPSettings, queue: String, command: String, window: Int = DeadLetterQueuePass.readingWindow) throws(CommandFailure) {
         self.queue = queue
-        self.settlesRemovalsAtOnce = settlesRemovalsAtOnce
+        self.window = max(1, min(window, Int(UInt16.max)))
         do {
             client = try AMQPChannelClient(settings: settings)
         } catch {
@@ -66,44 +68,84 @@ final class DeadLetterQueuePass {
         }
     }
 
-    /// Reads the messages ready at the start once, calls `visit` on each, acks the ones it
-    /// removes and re-publishes the rest in order, then closes. When `visit` throws, the message
-    /// it was given is kept and the pass ends there (the unread rest stays ahead of the copies:
-    /// the queue is rotated, its cyclic order kept), then the error is rethrown.
+    /// Reads the messages ready at the start once, calls `visit` on each, and keeps, removes or
+    /// moves it as told, then closes. On an error (`visit` throwing, a publish returned or
+    /// nacked, a lost connection) it stops reading, acks what is settled and rethrows; the
+    /// messages still in flight stay unacked and the broker returns them to the DLQ.
     func run(_ visit: (Delivery) throws -> Disposition) throws {
         defer {
-            kept = []
             republisher.close()
             client.close()
         }
-        var read = 0
-        while read < initialCount, let delivery = try client.get(queue: queue) {
-            read += 1
-            lastTag = delivery.deliveryTag
-            unsettled += 1
-            let disposition: Disposition
-            do {
-                disposition = try visit(delivery)
-            } catch {
-                kept.append(delivery)
-                try? settle()  // on failure the originals stay unacked and come back: nothing lost
-                throw error
+        guard initialCount > 0 else { return }
+        var settlement = PassSettlement(initialCount: initialCount, window: window)
+        let consumerTag = try client.consume(queue: queue, prefetch: UInt16(settlement.prefetch))
+        do {
+            try loop(&settlement, consumerTag: consumerTag, visit)
+        } catch {
+            // Settle what is known good; nothing more may be delivered once cancelled.
+            if (try? client.cancel(consumerTag: consumerTag)) != nil {
+                settlement.consumerCancelled = true
+                if let ack = settlement.nextAck(flush: true) { try? client.ack(ack.deliveryTag, multiple: true) }
             }
-            if disposition == .keep { kept.append(delivery) }
-            if unsettled >= Self.batchSize || (disposition == .remove && settlesRemovalsAtOnce) { try settle() }
+            removed = settlement.removed
+            throw error
         }
-        try settle()
+        removed = settlement.removed
     }
 
-    /// Re-publishes the kept messages read since the last call to the DLQ (confirmed), then acks
-    /// everything read so far (`basic.ack multiple`). On failure the originals stay unacked:
-    /// closing the client returns them.
-    private func settle() throws {
-        guard unsettled > 0, let lastTag else { return }
-        try republisher.publishCopiesConfirmed(kept, exchange: "", routingKey: queue)
-        try client.ack(lastTag, multiple: true)
-        kept.removeAll(keepingCapacity: true)
-        unsettled = 0
+    private func loop(_ settlement: inout PassSettlement, consumerTag: String, _ visit: (Delivery) throws -> Disposition) throws {
+        var idleSince = ContinuousClock.now
+        while !settlement.isDone {
+            var progressed = false
+            if settlement.read < initialCount, settlement.inFlight < window,
+               let delivery = try client.nextDelivery(timeoutMicros: 0) {
+                progressed = true
+                let sequence: UInt64?
+                let disposition = try visit(delivery)
+                switch disposition {
+                case .keep:
+                    sequence = try republisher.publish(copyOf: delivery, exchange: "", routingKey: queue)
+                case .remove:
+                    sequence = nil
+                case .move(let exchange, let routingKey, let body, let properties):
+                    sequence = try republisher.publish(exchange: exchange, routingKey: routingKey, body: body,
+                                                       properties: properties, mandatory: true)
+                }
+                var removes = true
+                if case .keep = disposition { removes = false }
+                settlement.add(deliveryTag: delivery.deliveryTag, sequence: sequence, removes: removes)
+            }
+            while let event = try republisher.nextConfirm(timeoutMicros: 0) {
+                progressed = true
+                switch event {
+                case .ack(let sequence, let multiple): settlement.confirm(sequence, multiple: multiple)
+                case .nack: throw AMQPError.nacked()
+                case .returned(let error): throw error
+                }
+            }
+            if settlement.read == initialCount, !settlement.consumerCancelled {
+                try client.cancel(consumerTag: consumerTag)
+                settlement.consumerCancelled = true
+            }
+            if let ack = settlement.nextAck() {
+                try client.ack(ack.deliveryTag, multiple: true)
+                progressed = true
+            }
+            if progressed {
+                idleSince = .now
+            } else {
+                if settlement.inFlight == 0, settlement.read < initialCount, ContinuousClock.now - idleSince > .seconds(3),
+                   try republisher.messageCount(queue: queue) == 0 {
+                    // Fewer messages than at the start (another consumer took some): end here.
+                    try client.cancel(consumerTag: consumerTag)
+                    settlement.consumerCancelled = true
+                    if let ack = settlement.nextAck(flush: true) { try client.ack(ack.deliveryTag, multiple: true) }
+                    return
+                }
+                AMQPChannelClient.waitForFrames([client, republisher], timeoutMillis: 100)
+            }
+        }
     }
 
     /// queue.purge: removes every ready message at once; returns how many.

@@ -6,7 +6,10 @@ import PushCore
 /// linked as soon as the send arrives.
 ///
 /// Idempotent under redelivery: a send is keyed on (`job_id`, `mn_message_id`); an event on its
-/// `event_key` (see `EventStore.key(of:)`). Writing the same record twice changes nothing.
+/// `event_key` (see `EventStore.key(of:)`). Writing the same record twice changes nothing. A
+/// send row holds the recipient's latest outcome (contract: more `replays`, then a later
+/// `completed_at`, then not `dead_lettered`): a result that is not later is ignored, so a job
+/// dead-lettered and then replayed and sent counts as sent, whatever order the results came in.
 /// Every `store` call is one transaction (`BEGIN IMMEDIATE` … `COMMIT`): all or nothing.
 ///
 /// `stream_offsets` holds, per stream consumer (its name, e.g. `events`) and stream, the offset of the last
@@ -32,6 +35,7 @@ public final class EventStore: @unchecked Sendable {
     CREATE TABLE IF NOT EXISTS sends(
       job_id TEXT NOT NULL, mn_message_id TEXT NOT NULL, app_id TEXT NOT NULL, campaign TEXT,
       outcome TEXT NOT NULL, error_code TEXT, attempts INTEGER NOT NULL, completed_at TEXT NOT NULL,
+      replays INTEGER NOT NULL DEFAULT 0,
       PRIMARY KEY (job_id, mn_message_id)) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS sends_by_message ON sends(mn_message_id);
     CREATE INDEX IF NOT EXISTS sends_by_campaign ON sends(campaign);
@@ -72,9 +76,17 @@ public final class EventStore: @unchecked Sendable {
     public init(path: String) throws(SQLiteError) {
         database = try SQLiteDatabase(path: path)
         try database.execute(Self.schema)
+        try Self.addReplaysColumn(database)
+        // `completed_at` is RFC 3339 UTC with whole seconds: text order is time order.
         insertSend = try database.prepare("""
-            INSERT OR IGNORE INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            INSERT INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at, replays)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            ON CONFLICT (job_id, mn_message_id) DO UPDATE SET
+              app_id = excluded.app_id, campaign = excluded.campaign, outcome = excluded.outcome,
+              error_code = excluded.error_code, attempts = excluded.attempts, completed_at = excluded.completed_at,
+              replays = excluded.replays
+            WHERE (excluded.replays, excluded.completed_at, excluded.outcome <> 'dead_lettered')
+                > (sends.replays, sends.completed_at, sends.outcome <> 'dead_lettered')
             """)
         insertEvent = try database.prepare("""
             INSERT OR IGNORE INTO events(event_key, mn_message_id, event_type, app_id, occurred_at, event_id, stored_at)
@@ -88,6 +100,14 @@ public final class EventStore: @unchecked Sendable {
         begin = try database.prepare("BEGIN IMMEDIATE")
         commit = try database.prepare("COMMIT")
         rollback = try database.prepare("ROLLBACK")
+    }
+
+    /// A database written before results carried `replays` gets the column (0: never replayed).
+    private static func addReplaysColumn(_ database: SQLiteDatabase) throws(SQLiteError) {
+        let probe = try database.prepare("SELECT count(*) FROM pragma_table_info('sends') WHERE name = 'replays'")
+        guard try probe.step(), probe.int(0) == 0 else { return }
+        probe.reset()
+        try database.execute("ALTER TABLE sends ADD COLUMN replays INTEGER NOT NULL DEFAULT 0")
     }
 
     /// The key an event counts once under: `id:<app_id>:<event_id>` when the app gave an
@@ -129,6 +149,7 @@ public final class EventStore: @unchecked Sendable {
                     try insertSend.bind(6, r.error?.code)
                     try insertSend.bind(7, Int64(r.attempts))
                     try insertSend.bind(8, r.completedAt.description)
+                    try insertSend.bind(9, Int64(r.replays))
                     try insertSend.run()
                 case .event(let e):
                     try insertEvent.bind(1, Self.key(of: e))

@@ -11,13 +11,16 @@ public enum FunnelScope: Sendable, Equatable {
 /// The funnel of a set of sends: what happened to the messages, then what users did with them.
 /// Event counts are distinct messages (a message opened twice counts once in `opened`).
 public struct Funnel: Sendable, Equatable {
-    /// Results stored (one per recipient / target).
+    /// Recipients (targets) with a result stored: each counts once, under its latest outcome.
     public var recipients = 0
     public var sent = 0
     public var validated = 0
     public var invalidTokens = 0
     public var rejected = 0
     public var expired = 0
+    /// Recipients whose latest outcome is `dead_lettered` (their job is in the jobs DLQ; a
+    /// replay that sends them moves them to `sent`).
+    public var deadLettered = 0
     public var received = 0
     public var opened = 0
     public var clicked = 0
@@ -32,8 +35,7 @@ public struct Funnel: Sendable, Equatable {
     /// `part / sent`, nil when nothing was sent.
     public func rate(_ part: Int) -> Double? { sent == 0 ? nil : Double(part) / Double(sent) }
 
-    /// The funnel as JSON (`dead_lettered` is null: dead-lettered jobs never produce results,
-    /// so the events database cannot know them — read `<prefix>.jobs.dlq`).
+    /// The funnel as JSON.
     public func json(scope: FunnelScope) -> JSONValue {
         func rate(_ part: Int) -> JSONValue { self.rate(part).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null }
         var scopeJSON: JSONValue = .string("all")
@@ -47,7 +49,7 @@ public struct Funnel: Sendable, Equatable {
             "scope": scopeJSON,
             "recipients": .int(Int64(recipients)), "sent": .int(Int64(sent)), "validated": .int(Int64(validated)),
             "invalid_tokens": .int(Int64(invalidTokens)), "rejected": .int(Int64(rejected)), "expired": .int(Int64(expired)),
-            "dead_lettered": .null,
+            "dead_lettered": .int(Int64(deadLettered)),
             "received": .int(Int64(received)), "opened": .int(Int64(opened)), "clicked": .int(Int64(clicked)),
             "dismissed": .int(Int64(dismissed)), "events": .int(Int64(events)), "unlinked_events": .int(Int64(unlinkedEvents)),
             "rates": .object(["delivered": recipients == 0 ? .null : .double((Double(sent) / Double(recipients) * 10_000).rounded() / 10_000),
@@ -75,7 +77,7 @@ public struct Funnel: Sendable, Equatable {
             "invalid tokens   \(invalidTokens)",
             "rejected         \(rejected)",
             "expired          \(expired)",
-            "dead-lettered    unknown (dead-lettered jobs produce no results; see the jobs DLQ)",
+            "dead-lettered    \(deadLettered)",
             "received         \(received)" + pct(received),
             "opened           \(opened)" + pct(opened),
             "clicked          \(clicked)" + pct(clicked),

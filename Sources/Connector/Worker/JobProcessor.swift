@@ -62,9 +62,9 @@ public struct JobProcessor: Sendable {
         }
         record.identify(job, known: apps.registry[job.appID] != nil)
         guard let app = apps.registry[job.appID] else {
-            return [deadLetter(body: body, code: .unknownApp,
-                               message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
-                               attempts: attempt - 1, headers: headers, now: now, firstFailedAt: firstFailedAt)]
+            return deadLettered(job, body: body, code: .unknownApp,
+                                message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
+                                attempts: attempt - 1, headers: headers, now: now, firstFailedAt: firstFailedAt)
         }
         if let notAfter = job.notAfter, notAfter < now {
             return outbound(planner.expired(job, attempts: attempt - 1, now: now), headers: headers, now: now, firstFailedAt: firstFailedAt)
@@ -73,8 +73,8 @@ public struct JobProcessor: Sendable {
         do {
             composed = try composer.compose(job, app: app)
         } catch {
-            return [deadLetter(body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
-                               headers: headers, now: now, firstFailedAt: firstFailedAt)]
+            return deadLettered(job, body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
+                                headers: headers, now: now, firstFailedAt: firstFailedAt)
         }
         let delivered = await send(composed, app: app, sender: apps.sender)
         var random = SystemRandomNumberGenerator()
@@ -100,10 +100,7 @@ public struct JobProcessor: Sendable {
     }
 
     func outbound(_ plan: JobPlan, headers: AMQPTable, now: Timestamp, firstFailedAt: Timestamp?) -> [OutboundMessage] {
-        var messages = plan.results.map { result in
-            OutboundMessage(exchange: topology.resultsExchange, routingKey: result.routingKey,
-                            body: Data(result.encoded().encodedBytes()), headers: [:], kind: .result, label: result.outcome.rawValue)
-        }
+        var messages = results(plan.results, headers: headers)
         if let retry = plan.retry, let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds) {
             var h = carried(headers)
             h[DeadLetterHeader.retryAttempt] = .int(Int64(retry.attempts))
@@ -119,6 +116,27 @@ public struct JobProcessor: Sendable {
         return messages
     }
 
+    /// A decoded job that goes to the DLQ as a whole, its body byte for byte, with a
+    /// `dead_lettered` result for each of its targets.
+    private func deadLettered(_ job: SendJob, body: Data, code: DeadLetterCode, message: String, attempts: Int, headers: AMQPTable,
+                              now: Timestamp, firstFailedAt: Timestamp?) -> [OutboundMessage] {
+        results(planner.deadLettered(job, code: code, message: message, attempts: attempts, now: now), headers: headers)
+            + [deadLetter(body: body, code: code, message: message, attempts: attempts, headers: headers, now: now,
+                          firstFailedAt: firstFailedAt)]
+    }
+
+    /// Results as messages for the results exchange, each stamped with the job's replay count
+    /// (`push-replays`), which orders the results of one `mn_message_id` (contract).
+    private func results(_ results: [SendResult], headers: AMQPTable) -> [OutboundMessage] {
+        let replays = Self.replays(headers)
+        return results.map { result in
+            var result = result
+            result.replays = replays
+            return OutboundMessage(exchange: topology.resultsExchange, routingKey: result.routingKey,
+                                   body: Data(result.encoded().encodedBytes()), headers: [:], kind: .result, label: result.outcome.rawValue)
+        }
+    }
+
     func deadLetter(body: Data, code: DeadLetterCode, message: String, attempts: Int, headers: AMQPTable,
                     now: Timestamp, firstFailedAt: Timestamp?) -> OutboundMessage {
         var h = carried(headers)
@@ -127,7 +145,7 @@ public struct JobProcessor: Sendable {
         h[DeadLetterHeader.attempts] = .int(Int64(attempts))
         h[DeadLetterHeader.firstFailedAt] = .string((firstFailedAt ?? now).description)
         h[DeadLetterHeader.lastFailedAt] = .string(now.description)
-        h[DeadLetterHeader.replays] = .int(headers[DeadLetterHeader.replays]?.intValue ?? 0)
+        h[DeadLetterHeader.replays] = .int(Int64(Self.replays(headers)))
         return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body,
                                headers: h, kind: .deadLetter, label: code.rawValue)
     }
@@ -136,6 +154,11 @@ public struct JobProcessor: Sendable {
     /// wrote it, so it is clamped to a sane range rather than trusted.
     static func attemptsMade(_ headers: AMQPTable) -> Int {
         Int(min(max(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0, 0), 1_000_000))
+    }
+
+    /// Times the job was replayed from the DLQ, from `push-replays`, clamped like `attemptsMade`.
+    static func replays(_ headers: AMQPTable) -> Int {
+        Int(min(max(headers[DeadLetterHeader.replays]?.intValue ?? 0, 0), 1_000_000))
     }
 
     /// Headers a copy keeps: the replay count (for the DLQ tools); RabbitMQ's `x-*` are dropped.

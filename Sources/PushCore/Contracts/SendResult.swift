@@ -10,6 +10,9 @@ public enum SendOutcome: String, Sendable, CaseIterable {
     case rejected
     /// Past the job's `not_after`.
     case expired
+    /// The job (or this recipient's part of it) went to the jobs DLQ; `error.code` is the
+    /// dead-letter code. A replay may later give the recipient another outcome.
+    case deadLettered = "dead_lettered"
 }
 
 /// The error detail of a result that is not `sent`.
@@ -39,9 +42,13 @@ public struct SendResult: Sendable, Equatable {
     public var error: ResultError?
     public var attempts: Int
     public var completedAt: Timestamp
+    /// How many times an operator had replayed the job from the DLQ (its `push-replays`): with
+    /// `completedAt`, orders the results of one `mn_message_id` (`isLater(than:)`).
+    public var replays: Int
 
     public init(jobID: String, appID: String, mnMessageID: String, campaign: String?, target: (kind: String, value: String),
-                outcome: SendOutcome, fcmMessageName: String? = nil, error: ResultError? = nil, attempts: Int, completedAt: Timestamp) {
+                outcome: SendOutcome, fcmMessageName: String? = nil, error: ResultError? = nil, attempts: Int, completedAt: Timestamp,
+                replays: Int = 0) {
         self.jobID = jobID
         self.appID = appID
         self.mnMessageID = mnMessageID
@@ -52,12 +59,26 @@ public struct SendResult: Sendable, Equatable {
         self.error = error
         self.attempts = attempts
         self.completedAt = completedAt
+        self.replays = replays
     }
 
     public static func == (a: SendResult, b: SendResult) -> Bool {
         a.jobID == b.jobID && a.appID == b.appID && a.mnMessageID == b.mnMessageID && a.campaign == b.campaign
             && a.target.kind == b.target.kind && a.target.value == b.target.value && a.outcome == b.outcome
             && a.fcmMessageName == b.fcmMessageName && a.error == b.error && a.attempts == b.attempts && a.completedAt == b.completedAt
+            && a.replays == b.replays
+    }
+
+    /// The latest-outcome rule of the contract: of two results for one `mn_message_id`, the
+    /// later is the one with more `replays`, then the later `completed_at` (whole seconds); on
+    /// a tie an outcome other than `dead_lettered` wins (the message did reach FCM). Equal on all
+    /// three: neither is later (a redelivered duplicate).
+    public func isLater(than other: SendResult) -> Bool {
+        Self.latestOrder(self) > Self.latestOrder(other)
+    }
+
+    private static func latestOrder(_ r: SendResult) -> (Int, Int64, Int) {
+        (r.replays, Int64(r.completedAt.secondsSince1970.rounded(.down)), r.outcome == .deadLettered ? 0 : 1)
     }
 
     /// The routing key on the results exchange.
@@ -69,6 +90,7 @@ public struct SendResult: Sendable, Equatable {
             "job_id": .string(jobID), "app_id": .string(appID), "mn_message_id": .string(mnMessageID),
             "target": .object([target.kind: .string(target.value)]), "outcome": .string(outcome.rawValue),
             "attempts": .int(Int64(attempts)), "completed_at": .string(completedAt.description),
+            "replays": .int(Int64(replays)),
         ]
         if let campaign { o["campaign"] = .string(campaign) }
         if let fcmMessageName { o["fcm_message_name"] = .string(fcmMessageName) }
@@ -104,10 +126,11 @@ public struct SendResult: Sendable, Equatable {
         }
         let attempts = object["attempts"]?.intValue.map(Int.init) ?? 1
         let completed = r.optionalTimestamp("completed_at") ?? Timestamp(secondsSince1970: 0)
+        let replays = object["replays"]?.intValue.map { Int(min(max($0, 0), 1_000_000)) } ?? 0
         guard r.issues.isEmpty, let jobID, let appID, let id, let outcome, let target else {
             throw ContractError(document: "result", issues: r.issues)
         }
         return SendResult(jobID: jobID, appID: appID, mnMessageID: id, campaign: campaign, target: target, outcome: outcome,
-                          fcmMessageName: name, error: error, attempts: attempts, completedAt: completed)
+                          fcmMessageName: name, error: error, attempts: attempts, completedAt: completed, replays: replays)
     }
 }

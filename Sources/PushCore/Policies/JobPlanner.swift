@@ -14,8 +14,9 @@ public struct RetryPlan: Sendable, Equatable {
     public var attempts: Int
 }
 
-/// Everything one attempt at a job leads to: results to publish, at most one retry copy, and
-/// dead-letter copies grouped by reason. The delivery is acked once all of it is confirmed.
+/// Everything one attempt at a job leads to: results to publish (a `dead_lettered` one for every
+/// target of a dead-letter copy), at most one retry copy, and dead-letter copies grouped by
+/// reason. The delivery is acked once all of it is confirmed.
 public struct JobPlan: Sendable, Equatable {
     public var results: [SendResult] = []
     public var retry: RetryPlan?
@@ -46,6 +47,17 @@ public struct JobPlanner: Sendable {
                        attempts: attempts, completedAt: now)
         }
         return JobPlan(results: results)
+    }
+
+    /// One `dead_lettered` result per target of `job` (a job, or the part of one, that goes to the
+    /// DLQ), with the dead-letter code and reason as its error: upstream learns that those
+    /// recipients got nothing (contract: docs/contracts.md).
+    public func deadLettered(_ job: SendJob, code: DeadLetterCode, message: String, attempts: Int, now: Timestamp) -> [SendResult] {
+        targets(of: job).map { index, target in
+            SendResult(jobID: job.jobID, appID: job.appID, mnMessageID: MessageID.resolve(job: job, recipientIndex: index),
+                       campaign: job.campaign, target: target, outcome: .deadLettered,
+                       error: ResultError(code: code.rawValue, message: String(message.prefix(1000))), attempts: attempts, completedAt: now)
+        }
     }
 
     /// The plan after attempt number `attempt` (1-based) at `job`.
@@ -126,7 +138,9 @@ public struct JobPlanner: Sendable {
         }
         for code in DeadLetterCode.allCases {
             guard let entry = dead[code] else { continue }
-            plan.deadLetters.append(DeadLetterPlan(job: job.keepingRecipients(at: entry.indices), code: code, message: entry.message))
+            let part = job.keepingRecipients(at: entry.indices)
+            plan.deadLetters.append(DeadLetterPlan(job: part, code: code, message: entry.message))
+            plan.results += deadLettered(part, code: code, message: entry.message, attempts: attempt, now: now)
         }
         return plan
     }

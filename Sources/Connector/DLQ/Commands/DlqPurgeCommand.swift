@@ -47,7 +47,7 @@ public struct DlqPurgeCommand: Command {
                 }
             } catch {
                 progress.finish()
-                throw CommandFailure("\(command): stopped after deleting \(purged) message(s): \(error)")
+                throw CommandFailure("\(command): stopped after deleting \(pass.removed) message(s): \(error)")
             }
             progress.finish()
         }

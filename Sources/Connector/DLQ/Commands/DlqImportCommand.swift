@@ -3,18 +3,20 @@ import Foundation
 import PushCore
 
 /// `push-connector dlq import FILE`: publishes the messages of a `dlq export` file back into the
-/// DLQ, in file order, each with a confirm.
+/// DLQ, in file order, with up to `--window` publishes in flight and the confirms read as a stream.
 public struct DlqImportCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq import", synopsis: "FILE|- [--skip N] [options]",
+        name: "dlq import", synopsis: "FILE|- [--skip N] [--window N] [options]",
         about: """
         Publishes every message of a `dlq export` file (- for standard input) into <prefix>.jobs.dlq, in
-        file order, one at a time with a publisher confirm, bodies, properties and headers exactly as
-        exported. The whole file is checked first: nothing is published if a line is not valid.
+        file order, with publisher confirms (up to --window in flight), bodies, properties and headers
+        exactly as exported. The whole file is checked first: nothing is published if a line is not valid.
         """,
         options: [
             .value("--skip", "N", "leave out the first N messages (to resume an import that stopped)", default: "0",
                    .integer(0...Int.max), setting: false),
+            DlqOptions.windowOption("publishes in flight at most; resuming a stopped import with --skip may\n"
+                + "import up to N messages twice"),
             .flag("--json", "print the summary as one JSON object, no progress", setting: false),
         ] + CommonOptions.brokerOptions,
         positionals: 1...1)
@@ -51,25 +53,45 @@ public struct DlqImportCommand: Command {
         do { _ = try client.messageCount(queue: topology.deadLetterQueue) } catch {
             throw CommandFailure("\(command): the DLQ \(topology.deadLetterQueue) does not exist (wrong --prefix? run topology declare): \(error)")
         }
+        let window = try DlqOptions.window(arguments, command: command)
         let todo = max(0, total - skip)
         let progress = DlqProgress(label: "importing", total: todo, quiet: json)
+        // Sequence numbers of the publishes in flight, in file order; `imported` counts the
+        // confirmed prefix of the file, which is what --skip can resume after.
+        var inFlight: [UInt64] = []
+        var confirmedAhead = Set<UInt64>()
         var imported = 0, seen = 0
+        func readConfirms(wait: Bool) throws {
+            while let event = try client.nextConfirm(timeoutMicros: wait ? 1_000_000 : 0) {
+                switch event {
+                case .ack(let sequence, let multiple):
+                    if multiple { inFlight.removeAll { $0 <= sequence } } else { confirmedAhead.insert(sequence) }
+                    while let first = inFlight.first, confirmedAhead.remove(first) != nil { inFlight.removeFirst() }
+                case .nack: throw AMQPError.nacked()
+                case .returned(let error): throw error
+                }
+                imported = seen - skip - inFlight.count
+                if !wait || inFlight.isEmpty { break }
+            }
+        }
         do {
             try file.forEachLine { _, line in
                 if isBlank(line) { return true }
                 seen += 1
                 guard seen > skip else { return true }
                 let record = try DeadLetterRecord.decode(line: line)
-                try client.publishConfirmed(exchange: "", routingKey: topology.deadLetterQueue, body: record.body,
-                                            properties: record.properties, mandatory: true)
-                imported += 1
+                inFlight.append(try client.publish(exchange: "", routingKey: topology.deadLetterQueue, body: record.body,
+                                                   properties: record.properties, mandatory: true))
+                try readConfirms(wait: false)
+                while inFlight.count >= window { try readConfirms(wait: true) }
                 progress.step()
                 return true
             }
+            while !inFlight.isEmpty { try readConfirms(wait: true) }
         } catch {
             progress.finish()
-            throw CommandFailure("\(command): stopped after \(imported) of \(todo) message(s): \(error); "
-                + "resume with --skip \(skip + imported)")
+            throw CommandFailure("\(command): stopped after \(imported) of \(todo) message(s) confirmed in file order: \(error); "
+                + "resume with --skip \(skip + imported) (up to \(inFlight.count) of the messages after those may be imported twice)")
         }
         progress.finish()
         context.console.out(json

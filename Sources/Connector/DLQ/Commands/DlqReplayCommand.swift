@@ -2,16 +2,18 @@ import AMQP
 import Foundation
 import PushCore
 
-/// `push-connector dlq replay`: moves matching dead-lettered jobs back to the job exchange, each
-/// with publish-confirm then ack, so that a replay killed at any instant loses nothing.
+/// `push-connector dlq replay`: moves matching dead-lettered jobs back to the job exchange with up
+/// to `--window` publishes in flight, each DLQ copy acked after its confirm, so that a replay
+/// killed at any instant loses nothing and duplicates at most the window.
 public struct DlqReplayCommand: Command {
     public static let spec = CommandSpec(
-        name: "dlq replay", synopsis: "[filters] [--limit N] [--rate N/s] [--dry-run] [--to EXCHANGE/KEY] [options]",
+        name: "dlq replay", synopsis: "[filters] [--limit N] [--rate N/s] [--window N] [--dry-run] [--to EXCHANGE/KEY] [options]",
         about: """
         Moves the matching jobs of <prefix>.jobs.dlq back to the job exchange <prefix>.jobs (routing key
-        job), one at a time: publish, wait for the broker's confirm, then remove from the DLQ. Killed at
-        any instant it loses nothing; at most the one job in flight is then in both queues. Run it
-        again to finish. Non-matching jobs stay in the DLQ, in order.
+        job), in DLQ order, with up to --window publishes in flight: each job is removed from the DLQ
+        once the broker confirmed it. Killed at any instant it loses nothing; at most the window of
+        jobs in flight is then in both queues. Run it again to finish. Non-matching jobs stay in the
+        DLQ, in order.
 
         The replayed copy has the same body and properties; push-replays goes up by one, push-attempt
         and the other push-* failure headers are removed (the attempt count and the retry age limit
@@ -22,6 +24,7 @@ public struct DlqReplayCommand: Command {
             DlqOptions.limit("replay at most N jobs"),
             .value("--rate", "N", "at most N jobs per second (e.g. 50 or 50/s; default: as fast as confirms come)",
                    ValueKind { DlqOptions.rate($0) == nil ? "must be messages per second from 0.1 to 100000 (e.g. 50 or 50/s)" : nil }),
+            DlqOptions.windowOption("publishes in flight at most, and so jobs a kill may duplicate"),
             .flag("--dry-run", "report what would be replayed; change nothing", setting: false),
             .value("--to", "EXCHANGE/KEY", "publish there instead (text before the first / is the exchange; an empty\n"
                 + "exchange, \"/queue\", is the default exchange); it must route to a queue", setting: false),
@@ -51,16 +54,11 @@ public struct DlqReplayCommand: Command {
         let dryRun = arguments.has("--dry-run"), json = arguments.has("--json")
         let now = Timestamp.now()
 
-        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command, settlesRemovalsAtOnce: true)
-        var publisher: AMQPChannelClient?
-        if !dryRun {
-            do { publisher = try AMQPChannelClient(settings: settings) } catch {
-                throw CommandFailure("\(command): cannot connect to \(settings.redactedURL): \(error)")
-            }
-        }
-        defer { publisher?.close() }
+        let window = try DlqOptions.window(arguments, command: command)
+        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command,
+                                           window: dryRun ? DeadLetterQueuePass.readingWindow : window)
         let progress = DlqProgress(label: dryRun ? "checking" : "replaying", total: pass.initialCount, quiet: json)
-        var replayed = 0, refused = 0, read = 0, matching = 0
+        var picked = 0, refused = 0, read = 0, matching = 0
         var refusedLines: [String] = []
         var failure: String?
         let started = Date()
@@ -68,11 +66,8 @@ public struct DlqReplayCommand: Command {
             try pass.run { delivery in
                 progress.step()
                 read += 1
-                // Only what was dead-lettered before the pass began: a job that fails again while we
-                // replay lands behind, and must not be replayed twice in one run.
-                guard read <= pass.initialCount else { return .keep }
                 let entry = DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers)
-                guard replayed < limit, filter.matches(entry, now: now) else { return .keep }
+                guard picked < limit, filter.matches(entry, now: now) else { return .keep }
                 matching += 1
                 guard policy.allows(entry) else {
                     refused += 1
@@ -82,21 +77,20 @@ public struct DlqReplayCommand: Command {
                     }
                     return .keep
                 }
-                guard let publisher else { replayed += 1; return .keep }  // dry run
+                picked += 1
+                if dryRun { return .keep }
                 if let rate {
-                    let due = started.addingTimeInterval(Double(replayed) / rate).timeIntervalSinceNow
+                    let due = started.addingTimeInterval(Double(picked - 1) / rate).timeIntervalSinceNow
                     if due > 0 { Thread.sleep(forTimeInterval: due) }
                 }
                 var properties = ReplayPolicy.replayProperties(delivery.properties, replays: entry.replays)
                 properties.persistent = true
-                try publisher.publishConfirmed(exchange: exchange, routingKey: routingKey, body: delivery.body,
-                                               properties: properties, mandatory: true)
-                replayed += 1
-                return .remove
+                return .move(exchange: exchange, routingKey: routingKey, body: delivery.body, properties: properties)
             }
         } catch {
             failure = "\(error)"
         }
+        let replayed = dryRun ? picked : pass.removed
         progress.finish()
         refusedLines.forEach(context.console.err)
         if refused > refusedLines.count { context.console.err("\(command): … and \(refused - refusedLines.count) more refused") }
@@ -117,7 +111,7 @@ public struct DlqReplayCommand: Command {
         }
         if let failure {
             throw CommandFailure("\(command): stopped after \(replayed) replayed job(s): \(failure); "
-                + "the job in flight stayed in the DLQ (it may also have reached \(target)); run the replay again to finish")
+                + "the jobs in flight (at most \(window)) stayed in the DLQ (they may also have reached \(target)); run the replay again to finish")
         }
         return refused > 0 ? 1 : 0
     }
