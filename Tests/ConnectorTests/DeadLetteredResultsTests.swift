@@ -26,7 +26,7 @@ import Testing
         #expect(results.allSatisfy { $0.attempts == 0 && $0.replays == 0 && $0.routingKey == "shop-ios.dead_lettered" })
         #expect(Set(results.map(\.mnMessageID)) == Set((0..<3).map { MessageID.generate(jobID: "dl-3", index: $0) }))
 
-        try await eventually("3 results stored") { events.service.metrics.sendsStored.load(ordering: .relaxed) == 3 }
+        try await eventually("3 results stored") { events.service.metrics.sendsStored.value == 3 }
         var funnel = try FunnelQuery.run(path: db, scope: .job("dl-3"))
         #expect(funnel.recipients == 3 && funnel.deadLettered == 3 && funnel.sent == 0, "\(funnel)")
         let (code, text, err) = await runCLI(["stats", "--db", db, "--campaign", "C-DL"])
@@ -47,7 +47,7 @@ import Testing
         #expect(sent.allSatisfy { $0.outcome == .sent && $0.replays == 1 })
         #expect(Set(sent.map(\.mnMessageID)) == Set(results.map(\.mnMessageID)))
 
-        try await eventually("the sent results stored") { events.service.metrics.sendsStored.load(ordering: .relaxed) == 6 }
+        try await eventually("the sent results stored") { events.service.metrics.sendsStored.value == 6 }
         await events.stop()
         funnel = try FunnelQuery.run(path: db, scope: .job("dl-3"))
         #expect(funnel.recipients == 3 && funnel.sent == 3 && funnel.deadLettered == 0, "\(funnel)")

@@ -46,7 +46,7 @@ func whileTheBrokerIsStopped(_ f: PipelineFixture, _ body: () async throws -> Vo
         try await f.publish([jobJSON("m-1", tokens: ["dev-a", "dev-b", "unregistered-x"], extra: #","campaign":"C9""#),
                              jobJSON("m-2", tokens: ["dev-c"], app: "no-such-app"),
                              jobJSON("m-3", tokens: ["unavailable-dev"])])
-        _ = try await f.results(3)
+        _ = try await f.results(5)
         _ = try await f.take(2, from: f.topology.deadLetterQueue, timeout: .seconds(40))
         // Counted once confirmed, just before the ack: wait until both dead letters show.
         var text = ""
@@ -67,7 +67,10 @@ func whileTheBrokerIsStopped(_ f: PipelineFixture, _ body: () async throws -> Vo
         let app = "shop-android"
         #expect(m.value("push_connector_results_total", ["app_id": app, "outcome": "sent"]) == 2)
         #expect(m.value("push_connector_results_total", ["app_id": app, "outcome": "invalid_token"]) == 1)
-        #expect(m.samples.filter { $0.name == "push_connector_results_total" }.count == 2, "\(text)")
+        // A dead-lettered job also publishes one dead_lettered result per recipient.
+        #expect(m.value("push_connector_results_total", ["app_id": "unknown", "outcome": "dead_lettered"]) == 1)
+        #expect(m.value("push_connector_results_total", ["app_id": app, "outcome": "dead_lettered"]) == 1)
+        #expect(m.samples.filter { $0.name == "push_connector_results_total" }.count == 4, "\(text)")
         #expect(m.value("push_connector_dead_letters_total", ["app_id": "unknown", "code": "UNKNOWN_APP"]) == 1)
         #expect(m.value("push_connector_dead_letters_total", ["app_id": app, "code": "RETRIES_EXHAUSTED"]) == 1)
         #expect(m.value("push_connector_retries_total", ["tier": "1s"]) == 1)
