@@ -56,8 +56,8 @@ echo "== sending the seed jobs"
 sed 's/"shop-android"/"unknown-app"/' examples/jobs/data-only.json > "$state/unknown-app.json"
 "$bin/push-connector" send --no-validate "$state/unknown-app.json"
 
-echo "== results (one per recipient, routing key <app_id>.<outcome>)"
-"$bin/push-connector" results --count 4 --timeout 30
+echo "== results (one per recipient, routing key <app_id>.<outcome>; the unknown-app job is dead_lettered)"
+"$bin/push-connector" results --count 5 --timeout 30
 echo "== the app reports what Ada did with the notification (POST /event with its mn_message_id)"
 for type in receive open click; do
   curl -s -X POST "http://127.0.0.1:$events_port/event" -H 'content-type: application/json' \
