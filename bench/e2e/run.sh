@@ -118,7 +118,7 @@ with open(path, "w") as f:
         f.write(json.dumps({"job_id": f"e2e-{j}", "app_id": "e2e-app", "message_type": "data",
                             "data": {"pushdata.action": "promo", "pushdata.campaign": "winter-sale",
                                      "pushdata.user_id": f"USR{j:08d}"},
-                            "recipients": [{"token": f"tok-{j}-{r}", "mn_message_id": f"mnid.{j}.{r}"}
+                            "recipients": [{"token": f"tok-{j}-{r}", "mn_message_id": f"mnid2m.{j}.{r}.1.1.1"}
                                            for r in range(per)]}, separators=(",", ":")) + "\n")
 PY
 }
@@ -140,7 +140,7 @@ RESULT_BYTES=260
 
 declare -A FIG
 results_done() { # $1 = metrics port: the sum of push_connector_results_total
-  curl -s --max-time 2 "http://127.0.0.1:$1/metrics" \
+  { curl -s --max-time 2 "http://127.0.0.1:$1/metrics" || true; } \
     | awk '/^push_connector_results_total[{ ]/ { s += $NF } END { printf "%d", s }'
 }
 
@@ -161,7 +161,7 @@ run_consumer_floor() { # $1 = label, $2 = jobs, $3 = recipients per job
   out=$("$WORK/consumer_floor" 127.0.0.1 "$AMQP_PORT" guest guest / push.jobs push.results e2e-app.sent \
         "$2" 250 "$RESULT_BYTES" "$3")
   b1=$(cpu_of "$BEAM")
-  FIG[$1.rate]=$(echo "$out" | awk -v per="$3" -F'[= ]' '{ printf "%.0f", $2 * per / $10 }')
+  FIG[$1.rate]=$(echo "$out" | awk -v per="$3" -F'[= ]' '{ printf "%.0f", $2 * per / $8 }')
   FIG[$1.broker]=$(calc "round(($b1 - $b0) / ($2 * $3) * 1e6, 1)")
   echo "   consumer_floor: $out"
 }
@@ -183,7 +183,7 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   last_log=$(date +%s)
   while :; do
     kill -0 "$WORKER_PID" 2>/dev/null || { echo "run.sh: the worker exited; its log:" >&2; tail -20 "$WORK/logs/worker-$label.log" >&2; exit 1; }
-    done_count=$(results_done "$mport" || echo 0)
+    done_count=$(results_done "$mport")
     [ "${done_count:-0}" -ge "$expected" ] && break
     if (( $(date +%s) - last_log >= 10 )); then echo "   ... $done_count of $expected"; last_log=$(date +%s); fi
     sleep 0.1
@@ -261,7 +261,7 @@ soak() { # $1 = messages: single-recipient jobs fed in chunks while the worker r
   echo "   elapsed_s results rss_mib" > "$WORK/soak.txt"
   while ((done_count < total)); do
     kill -0 "$WORKER_PID" 2>/dev/null || { echo "run.sh: the worker exited; its log:" >&2; tail -20 "$WORK/logs/worker-soak.log" >&2; exit 1; }
-    done_count=$(results_done "$mport" || echo 0)
+    done_count=$(results_done "$mport")
     done_count=${done_count:-0}
     if ((published < total && published - done_count < 2 * chunk)); then
       local n=$((total - published < chunk ? total - published : chunk))
