@@ -26,24 +26,6 @@ public struct CommandSpec: Sendable {
         usage = text + "\n\n" + Self.sourcesNote
     }
 
-    /// The earlier form, sets of names and a hand-written usage text. Still accepted: such
-    /// options parse as before and also come from the environment and the settings file.
-    public init(name: String, valueOptions: Set<String> = [], repeatableOptions: Set<String> = [], flags: Set<String> = [],
-                positionals: ClosedRange<Int> = 0...0, usage: String) {
-        self.name = name
-        // A shared option keeps its full declaration (checks, default, secrecy).
-        let shared = CommonOptions.brokerOptions + CommonOptions.fcmOptions + DlqOptions.filterOptions
-        func declared(_ name: String, _ arity: OptionSpec.Arity) -> OptionSpec {
-            shared.first { $0.name == name && $0.arity == arity } ?? OptionSpec(name: name, arity: arity)
-        }
-        var options = valueOptions.subtracting(repeatableOptions).sorted().map { declared($0, .single) }
-        options += repeatableOptions.sorted().map { declared($0, .repeatable) }
-        options += flags.sorted().map { declared($0, .flag) }
-        self.options = options + [Self.settingsOption, CommonOptions.check]
-        self.positionals = positionals
-        self.usage = usage + "\n\n" + Self.settingsOption.helpLine + "\n" + CommonOptions.check.helpLine + "\n\n" + Self.sourcesNote
-    }
-
     public var valueOptions: Set<String> { Set(options.filter { $0.arity != .flag }.map(\.name)) }
     public var repeatableOptions: Set<String> { Set(options.filter { $0.arity == .repeatable }.map(\.name)) }
     public var flags: Set<String> { Set(options.filter { $0.arity == .flag }.map(\.name)) }

@@ -81,8 +81,7 @@ public struct EventsCommand: Command {
             try check(configuration, context)
             return 0
         }
-        let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments),
-                            format: Logger.Format(rawValue: arguments.value("--log-format") ?? "text") ?? .text)
+        let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments), format: CommonOptions.logFormat(arguments))
         if !arguments.has("--no-declare") {
             let legacy = try declare(configuration.topology, settings: configuration.settings)
             if !legacy.found.isEmpty { logger.warning(legacy.advice(configuration.topology)) }

@@ -4,10 +4,8 @@ import AMQP
 /// queues into the results stream and deletes those queues (`ResultsMigration`).
 public struct TopologyMigrateResultsCommand: Command {
     public static let spec = CommandSpec(
-        name: "topology migrate-results", valueOptions: CommonOptions.broker.union(CommonOptions.resultsRetention),
-        usage: """
-        usage: push-connector topology migrate-results [options]
-
+        name: "topology migrate-results", synopsis: "[options]",
+        about: """
         For a broker set up by an earlier version, where <prefix>.results is bound to the quorum
         queues <prefix>.results and <prefix>.events.results: declares the topology (the stream
         <prefix>.results.stream, bound to <prefix>.results), unbinds the old queues, moves every
@@ -15,10 +13,8 @@ public struct TopologyMigrateResultsCommand: Command {
         acked), then deletes both old queues (the events copy duplicates <prefix>.results).
         Safe to run again after an interruption: the batch in flight (at most 16 results) may
         then be in the stream twice. Nothing to do on a broker without the old queues.
-
-        \(CommonOptions.brokerUsage)
-        \(CommonOptions.resultsRetentionUsage)
-        """)
+        """,
+        options: CommonOptions.brokerOptions + CommonOptions.resultsRetentionOptions)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }

@@ -57,7 +57,7 @@ public struct WorkerCommand: Command {
             context.console.out(plan.summary(arguments))
             return 0
         }
-        let logger = Logger(component: "worker", minimumLevel: plan.logLevel, format: Logger.Format(rawValue: plan.logFormat) ?? .text)
+        let logger = Logger(component: "worker", minimumLevel: plan.logLevel, format: plan.logFormat)
         let metrics = WorkerMetrics()
         var observed = plan.fcm
         observed.observer = metrics

@@ -13,8 +13,8 @@ struct WorkerPlan {
     var worker: SendWorker.Configuration
     var maxJobBytes: Int
     var logLevel: Logger.Level
-    /// `--log-format`: `text` or `json` (the logger's line format).
-    var logFormat: String
+    /// `--log-format`: the logger's line format.
+    var logFormat: Logger.Format
     /// `--http HOST:PORT`: where /healthz, /readyz and /metrics are served; nil: not served.
     var http: HostPort?
     var configPath: String
@@ -38,7 +38,7 @@ struct WorkerPlan {
         worker.shutdownDeadline = .seconds(a.integer("--shutdown-deadline"))
         maxJobBytes = a.integer("--max-job-bytes")
         logLevel = CommonOptions.logLevel(a)
-        logFormat = a.value("--log-format") ?? "text"
+        logFormat = CommonOptions.logFormat(a)
         http = a.value("--http").flatMap(HostPort.init)
         configPath = try a.required("--config", in: "worker")
         registry = try AppConfigurationFile.load(configPath)
@@ -61,7 +61,7 @@ struct WorkerPlan {
             + topology.retryTiers.map { "\($0.delaySeconds)s" }.joined(separator: ",") + ") on \(settings.redactedURL),")
         lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(worker.prefetch), send to \(fcm.baseURL),")
         lines.append("  serve /healthz /readyz /metrics " + (http.map { "on \($0.host):\($0.port)" } ?? "nowhere (no --http)")
-            + ", log \(logFormat) at \(logLevel), reload on SIGHUP"
+            + ", log \(logFormat.rawValue) at \(logLevel), reload on SIGHUP"
             + (configPoll.map { " and on a file change (polled every \($0.components.seconds)s)" } ?? ""))
         return lines.joined(separator: "\n")
     }

@@ -49,15 +49,6 @@ public enum CommonOptions {
         "--check", "check the options (and for worker / events every file and key they name), print what\n"
             + "would run (secrets redacted) and exit: 0 when it would start, 2 when not; connects to nothing", setting: false)
 
-    /// For commands still declared in the earlier style (`CommandSpec(name:valueOptions:…)`):
-    /// the option names and their help lines. New commands list `brokerOptions` / `fcmOptions`.
-    public static var broker: Set<String> { Set(brokerOptions.map(\.name)) }
-    public static var fcm: Set<String> { Set(fcmOptions.filter { $0.arity != .flag }.map(\.name)) }
-    public static var fcmFlags: Set<String> { Set(fcmOptions.filter { $0.arity == .flag }.map(\.name)) }
-    public static var brokerUsage: String { brokerOptions.map(\.helpLine).joined(separator: "\n") }
-    public static var fcmUsage: String { fcmOptions.map(\.helpLine).joined(separator: "\n") }
-    public static var resultsRetention: Set<String> { Set(resultsRetentionOptions.map(\.name)) }
-    public static var resultsRetentionUsage: String { resultsRetentionOptions.map(\.helpLine).joined(separator: "\n") }
 
     /// The broker settings, with the password resolved from the environment.
     public static func brokerSettings(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError) -> AMQPSettings {
@@ -127,6 +118,11 @@ public enum CommonOptions {
         c.transport.caFile = a.value("--ca-file")
         c.transport.maxInFlight = a.int("--max-in-flight") ?? c.transport.maxInFlight
         return c
+    }
+
+    /// `--log-format` (checked by its declaration, so only `text` or `json` reach here).
+    static func logFormat(_ a: ParsedArguments) -> Logger.Format {
+        Logger.Format(rawValue: a.value("--log-format") ?? "text") ?? .text
     }
 
     /// `--log-level`.

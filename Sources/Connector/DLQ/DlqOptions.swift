@@ -23,11 +23,6 @@ enum DlqOptions {
     /// `--limit N` with the command's own help.
     static func limit(_ help: String) -> OptionSpec { .value("--limit", "N", help, .integer(1...Int.max), setting: false) }
 
-    /// For commands still declared in the earlier style.
-    static var repeatableFilters: Set<String> { Set(filterOptions.filter { $0.arity == .repeatable }.map(\.name)) }
-    static var valueFilters: Set<String> { Set(filterOptions.filter { $0.arity == .single }.map(\.name)) }
-    static var filterUsage: String { filterOptions.map(\.helpLine).joined(separator: "\n") }
-
     /// Default `--window` of `replay` and `import`: publishes in flight, the most a kill may
     /// duplicate, and the messages the tool holds. Measured (bench/dlq): 1 → 0.02×, 16 → 0.22×,
     /// 100 → 0.37–0.50×, 1000 → 0.52–0.71× the speed of `send`; 100 keeps duplicates and memory
