@@ -19,6 +19,11 @@ final class ClientConnection: LoopHandler {
     private var outbound: [UInt8] = []
     private var outboundStart = 0
     private(set) var isClosed = false
+    /// Our side is shut (after a finished GOAWAY or `Connection: close`); the peer's last bytes
+    /// are read and dropped until it closes or `lingerLimit` passes. Closing with unread bytes
+    /// would make the kernel send a reset that can destroy the GOAWAY before the peer reads it.
+    private var lingering = false
+    static let lingerLimit: Duration = .seconds(2)
     /// Close once everything queued is written (HTTP/1.1 `Connection: close`, finished GOAWAY).
     var closeAfterFlush = false
 
@@ -38,7 +43,27 @@ final class ClientConnection: LoopHandler {
     func handle(events: Int16) {
         if events & Int16(POLLNVAL) != 0 { close(); return }
         if events & Int16(POLLOUT) != 0 { flush() }
-        if !isClosed, events & Int16(POLLIN | POLLHUP | POLLERR) != 0 { readAvailable() }
+        if !isClosed, events & Int16(POLLIN | POLLHUP | POLLERR) != 0 {
+            if lingering { drainUntilPeerCloses() } else { readAvailable() }
+        }
+    }
+
+    private func drainUntilPeerCloses() {
+        let buffer = loop.readBuffer
+        for _ in 0..<16 {
+            switch transport.read(into: buffer) {
+            case .bytes: continue
+            case .wouldBlock: return
+            case .closed: close(); return
+            }
+        }
+    }
+
+    private func beginLingeringClose() {
+        guard !lingering, !isClosed else { return }
+        lingering = true
+        transport.shutdownWrite()
+        loop.schedule(after: Self.lingerLimit) { [weak self] in self?.close() }
     }
 
     private func readAvailable() {
@@ -96,7 +121,7 @@ final class ClientConnection: LoopHandler {
 
     /// Collects pending protocol output (HTTP/2 frames) and writes what the socket takes.
     func produceAndFlush() {
-        guard !isClosed else { return }
+        guard !isClosed, !lingering else { return }
         if case .http2(let session) = mode {
             session.produceOutput()
             if session.isFinished { closeAfterFlush = true }
@@ -124,7 +149,7 @@ final class ClientConnection: LoopHandler {
         }
         outbound.removeAll(keepingCapacity: outbound.capacity <= 1 << 20)
         outboundStart = 0
-        if closeAfterFlush { close() }
+        if closeAfterFlush { beginLingeringClose() }
     }
 
     func close() {

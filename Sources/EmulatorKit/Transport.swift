@@ -23,6 +23,9 @@ protocol Transport: AnyObject {
     var wantsWritable: Bool { get }
     /// The ALPN protocol chosen by TLS ("h2", "http/1.1"), nil for cleartext or none.
     var negotiatedProtocol: String? { get }
+    /// Ends our direction (TLS close_notify, then a TCP FIN) while reads stay open, so a
+    /// peer's last bytes are drained instead of answered with a TCP reset.
+    func shutdownWrite()
     func close()
 }
 
@@ -46,6 +49,7 @@ final class SocketTransport: Transport {
 
     var wantsWritable: Bool { false }
     var negotiatedProtocol: String? { nil }
+    func shutdownWrite() { _ = shutdown(fd, Int32(SHUT_WR)) }
     func close() { Glibc.close(fd) }
 }
 
@@ -105,8 +109,15 @@ final class TLSTransport: Transport {
         }
     }
 
+    private var sentCloseNotify = false
+
+    func shutdownWrite() {
+        if handshakeDone, !sentCloseNotify { sentCloseNotify = true; SSL_shutdown(ssl) }
+        _ = shutdown(fd, Int32(SHUT_WR))
+    }
+
     func close() {
-        if handshakeDone { SSL_shutdown(ssl) }
+        if handshakeDone, !sentCloseNotify { SSL_shutdown(ssl) }
         Glibc.close(fd)
     }
 }
