@@ -91,7 +91,7 @@ extension AMQPChannelClient {
         while let frame = try connection.nextFrame(timeoutMicros: wait) {
             defer { connection.releaseBuffers() }
             switch frame {
-            case .returned(let code, let text, let exchange, let key):
+            case .returned(let code, let text, let exchange, let key, _):
                 return .returned(.returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code))
             case .ack(let tag, let multiple): return .ack(tag, multiple: multiple)
             case .nack(let tag, let multiple): return .nack(tag, multiple: multiple)

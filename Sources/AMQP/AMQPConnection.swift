@@ -24,7 +24,8 @@ enum IncomingFrame {
     case deliver(Delivery)
     case ack(tag: UInt64, multiple: Bool)
     case nack(tag: UInt64, multiple: Bool)
-    case returned(replyCode: UInt16, replyText: String, exchange: String, routingKey: String)
+    /// basic.return of a mandatory publish no queue took, with the returned message's body.
+    case returned(replyCode: UInt16, replyText: String, exchange: String, routingKey: String, body: Data)
     case cancelledByServer(consumerTag: String)
     case channelClosed(channel: UInt16, AMQPError)
     /// connection.blocked: a resource alarm; the broker stops reading this connection's publishes.
@@ -238,11 +239,11 @@ final class AMQPConnection {
             return .nack(tag: m.delivery_tag, multiple: m.multiple != 0)
         case AMQPMethod.basicReturn:
             let m = decoded.assumingMemoryBound(to: amqp_basic_return_t.self).pointee
-            let result = IncomingFrame.returned(replyCode: m.reply_code, replyText: CDecode.string(m.reply_text),
-                                                exchange: CDecode.string(m.exchange),
-                                                routingKey: CDecode.string(m.routing_key))
-            _ = try readContent(channel: frame.channel)
-            return result
+            let replyText = CDecode.string(m.reply_text), exchange = CDecode.string(m.exchange)
+            let routingKey = CDecode.string(m.routing_key)
+            let (_, body, _) = try readContent(channel: frame.channel)
+            return .returned(replyCode: m.reply_code, replyText: replyText, exchange: exchange,
+                             routingKey: routingKey, body: body)
         case AMQPMethod.basicCancel:
             let m = decoded.assumingMemoryBound(to: amqp_basic_cancel_t.self).pointee
             return .cancelledByServer(consumerTag: CDecode.string(m.consumer_tag))

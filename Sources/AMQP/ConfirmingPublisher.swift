@@ -23,9 +23,12 @@ import Synchronization
 /// in progress does). Performance: ~18 000 confirmed publishes/s with 1 000 in flight against
 /// the local broker, 19× one-wait-per-message (bench/amqp).
 ///
-/// Not supported: the `mandatory` flag / basic.return (an unroutable message is acked and
-/// dropped by the broker; our topology binds every queue, and the worker publishes only to
-/// exchanges it declared). Task cancellation does not withdraw a message already submitted.
+/// Every publish is *mandatory*: a message no queue took fails with `.returned` (312 NO_ROUTE)
+/// instead of being acked and dropped. Our topology binds every queue, yet for a moment after a
+/// broker restart a stream that is still starting takes nothing, and a binding can be removed by
+/// hand. The broker sends basic.return before the publish's ack; the return names no sequence
+/// number, so it is matched to the oldest unconfirmed publish with the same exchange, routing
+/// key and body. Task cancellation does not withdraw a message already submitted.
 public final class ConfirmingPublisher: Sendable {
     struct Outgoing: Sendable {
         var exchange: String
@@ -106,26 +109,53 @@ public final class ConfirmingPublisher: Sendable {
 
     /// Confirms outstanding on the current channel, by publish sequence number.
     private struct InFlight {
-        var waiting: [UInt64: (continuation: CheckedContinuation<Void, any Error>, sentAt: ContinuousClock.Instant)] = [:]
+        struct Entry {
+            var continuation: CheckedContinuation<Void, any Error>
+            var sentAt: ContinuousClock.Instant
+            var message: Outgoing
+            /// Set by a basic.return matched to this publish: its ack then fails with it.
+            var returned: AMQPError?
+        }
+        var waiting: [UInt64: Entry] = [:]
         var lowest: UInt64 = 1
         var next: UInt64 = 1
 
-        mutating func add(_ c: CheckedContinuation<Void, any Error>) {
-            waiting[next] = (c, .now)
+        mutating func add(_ c: CheckedContinuation<Void, any Error>, _ message: Outgoing) {
+            waiting[next] = Entry(continuation: c, sentAt: .now, message: message)
             next += 1
         }
 
         /// When the oldest unconfirmed publish was written, if any.
         var oldestSentAt: ContinuousClock.Instant? { waiting[lowest]?.sentAt }
 
+        /// Marks the oldest unconfirmed, not yet returned publish of this exchange, routing key
+        /// and body as returned. False when none matches (the return is then ignored).
+        mutating func markReturned(exchange: String, routingKey: String, body: Data, _ error: AMQPError) -> Bool {
+            var tag = lowest
+            while tag < next {
+                if let entry = waiting[tag], entry.returned == nil, entry.message.exchange == exchange,
+                   entry.message.routingKey == routingKey, entry.message.body == body {
+                    waiting[tag]?.returned = error
+                    return true
+                }
+                tag += 1
+            }
+            return false
+        }
+
         mutating func settle(_ tag: UInt64, multiple: Bool, _ result: Result<Void, AMQPError>) {
+            func resume(_ entry: Entry?) {
+                guard let entry else { return }
+                let outcome = entry.returned.map { Result<Void, AMQPError>.failure($0) } ?? result
+                entry.continuation.resume(with: outcome.mapError { $0 as any Error })
+            }
             if multiple {
                 while lowest <= tag {
-                    waiting.removeValue(forKey: lowest)?.continuation.resume(with: result.mapError { $0 as any Error })
+                    resume(waiting.removeValue(forKey: lowest))
                     lowest += 1
                 }
             } else {
-                waiting.removeValue(forKey: tag)?.continuation.resume(with: result.mapError { $0 as any Error })
+                resume(waiting.removeValue(forKey: tag))
             }
             while lowest < next && waiting[lowest] == nil { lowest += 1 }
         }
@@ -162,9 +192,9 @@ public final class ConfirmingPublisher: Sendable {
         var unprocessed: [Command] = []  // drained but not executed when the connection died
         var loopError: AMQPError?
         func write(_ m: Outgoing, _ confirmed: CheckedContinuation<Void, any Error>) throws(AMQPError) {
-            inFlight.add(confirmed)
+            inFlight.add(confirmed, m)
             try connection.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body,
-                                   properties: m.properties, mandatory: false)
+                                   properties: m.properties, mandatory: true)
         }
         do {
             while true {
@@ -206,6 +236,9 @@ public final class ConfirmingPublisher: Sendable {
                     switch frame {
                     case .ack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .success(()))
                     case .nack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .failure(.nacked()))
+                    case .returned(let code, let text, let exchange, let key, let body):
+                        let error = AMQPError.returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
+                        _ = inFlight.markReturned(exchange: exchange, routingKey: key, body: body, error)
                     case .channelClosed(_, let error):
                         inFlight.failAll(error)
                         try connection.openChannel(1)

@@ -46,6 +46,41 @@ struct PublishConsumeTests {
         #expect(try client.messageCount(queue: queue) == 0)
     }
 
+    /// A publish no queue takes fails with `.returned` instead of being acked and dropped, and
+    /// only that one: routed publishes in flight around it, even with the same body, confirm.
+    @Test func unroutablePublishFailsAsReturnedWhileRoutedOnesAroundItConfirm() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("routed")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try declareTestQueue(queue, settings: settings)
+        let publisher = try await ConfirmingPublisher.connect(settings: settings)
+        let outcomes = try await withDeadline(60, "confirming or returning 300 publishes") {
+            try await withThrowingTaskGroup(of: (Int, AMQPError.Code?).self) { group in
+                for i in 0..<300 {
+                    let routed = i % 3 != 0
+                    group.addTask {
+                        do {
+                            try await publisher.publish(exchange: "", routingKey: routed ? queue : queue + ".nowhere",
+                                                        body: Data("same-\(i / 3)".utf8))
+                            return (i, nil)
+                        } catch let error as AMQPError {
+                            return (i, error.code)
+                        }
+                    }
+                }
+                return try await group.reduce(into: [Int: AMQPError.Code?]()) { $0[$1.0] = $1.1 }
+            }
+        }
+        await publisher.close()
+        #expect(outcomes.count == 300)
+        #expect(outcomes.filter { $0.value == .returned }.map(\.key).sorted() == Array(stride(from: 0, to: 300, by: 3)))
+        #expect(outcomes.filter { $0.value == nil }.count == 200)
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        #expect(try client.messageCount(queue: queue) == 200)
+    }
+
     @Test func propertiesAndHeadersRoundTrip() async throws {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()

@@ -75,6 +75,32 @@ import Testing
         #expect(f.sends(to: "dev-h1") == 1 && f.sends(to: "dev-h2") == 1)
     }
 
+    /// No queue takes the results (the stream unbound; after a broker restart a stream that is
+    /// still starting takes nothing for a moment either): the broker returns them instead of
+    /// acking and dropping them, the delivery stays unacked, and once the stream is bound again
+    /// each result arrives exactly once, with nothing sent twice.
+    @Test func unroutableResultIsPublishedAgainNotDropped() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let admin = try AMQPChannelClient(settings: f.settings)
+        defer { admin.close() }
+        try admin.unbindQueue(f.topology.resultsStream, exchange: f.topology.resultsExchange, routingKey: "#")
+        let worker = try f.makeWorker()
+        let (shutdown, task) = f.startWorker(worker)
+        try await f.publish([jobJSON("unrouted", tokens: ["dev-u1", "dev-u2"])])
+
+        try await eventually("both results returned twice") { worker.counters.republished.load(ordering: .relaxed) >= 4 }
+        #expect(try f.unackedDeliveries() == 1, "the delivery must stay unacked while no queue takes its results")
+        #expect(worker.counters.acked.load(ordering: .relaxed) == 0)
+
+        try admin.bindQueue(f.topology.resultsStream, exchange: f.topology.resultsExchange, routingKey: "#")
+        try await eventually("the job acked") { try f.jobsSettled() }
+        shutdown.trigger()
+        await task.value
+        let results = try await f.remainingResults()
+        #expect(results.map(\.target.value).sorted() == ["dev-u1", "dev-u2"])
+        #expect(f.sends(to: "dev-u1") == 1 && f.sends(to: "dev-u2") == 1)
+    }
+
     /// A confirm that never arrives (the node's memory alarm blocks the publisher): the delivery
     /// stays unacked past a deadline; once the alarm clears, exactly one result.
     @Test func confirmWithheldByAMemoryAlarmKeepsTheDeliveryUnacked() async throws {

@@ -50,7 +50,7 @@ public final class EventPublisher: Sendable {
                     try await group.waitForAll()
                 }
             }
-        } catch let error as AMQPError where error.code == .nacked {
+        } catch let error as AMQPError where error.code == .nacked || error.code == .returned {
             throw EventPublishError.notConfirmed
         } catch {
             if drop(index, connecting) { Task { await publisher.close() } }

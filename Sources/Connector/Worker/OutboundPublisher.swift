@@ -179,10 +179,11 @@ final class OutboundPublisher: Sendable {
         }
     }
 
-    /// A nack or a channel error leaves the connection usable; anything else means a new one.
+    /// A nack, a return (no queue took the message) or a channel error leaves the connection
+    /// usable; anything else means a new one.
     private static func killsConnection(_ error: any Error) -> Bool {
         guard let error = error as? AMQPError else { return true }
-        return error.code != .nacked && error.code != .channelClosed
+        return error.code != .nacked && error.code != .returned && error.code != .channelClosed
     }
 }
 
