@@ -109,8 +109,10 @@ import Testing
         let (shutdown, task) = f.startWorker(worker)
         try await f.publish([jobJSON("warm", tokens: ["dev-warm"])])  // the worker's publisher has published
         _ = try await f.results(1)
-        try await f.publish([jobJSON("alarm", tokens: ["slow2000-dev-alarm"])])
-        try await eventually("the slow send started") { f.sends(to: "slow2000-dev-alarm") == 1 }
+        try await f.publish([jobJSON("alarm", tokens: ["slow8000-dev-alarm"])])
+        // The send takes 8 s: the alarm (rabbitmqctl, seconds on a loaded machine) must be on
+        // before the result is published, or the broker has nothing to block.
+        try await eventually("the slow send started") { f.sends(to: "slow8000-dev-alarm") == 1 }
 
         try f.broker.memoryAlarm(true)
         defer { _ = try? f.broker.memoryAlarm(false) }
@@ -127,9 +129,9 @@ import Testing
         try await eventually("the job acked") { try f.jobsSettled() }
         shutdown.trigger()
         await task.value
-        #expect(results.map(\.target.value) == ["slow2000-dev-alarm"])
+        #expect(results.map(\.target.value) == ["slow8000-dev-alarm"])
         #expect(try await f.remainingResults().isEmpty)
-        #expect(f.sends(to: "slow2000-dev-alarm") == 1)
+        #expect(f.sends(to: "slow8000-dev-alarm") == 1)
     }
 
     /// `--max-job-bytes` (default 1 MiB): a larger body is dead-lettered unparsed, byte for byte.
