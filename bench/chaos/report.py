@@ -128,7 +128,7 @@ def main():
     queued = {q: n for q, n in depths.items() if (q == "push.jobs" or q.startswith("push.retry.")) and n > 0}
     if queued or not depths:
         p(f"  still queued            {fmt(queued) if depths else '(broker did not answer)'}")
-    p(f"results                   {sum(outcomes.values())} read from push.results (it held {args.results_depth})")
+    p(f"results                   {sum(outcomes.values())} read from push.results.stream (it held {args.results_depth})")
     p(f"  by outcome              {fmt(dict(sorted(outcomes.items())))}")
     if wrong_outcome:
         p(f"  WRONG outcome           {fmt(dict(wrong_outcome))}")

@@ -201,21 +201,7 @@ cat > "$WORK/apps.json" <<JSON
 JSON
 "$PC" topology declare "${BROKER_ARGS[@]}" >/dev/null
 
-python3 - "$JOBS" "$WORK/jobs.jsonl" <<'PY'
-import json, sys
-jobs, path = int(sys.argv[1]), sys.argv[2]
-with open(path, "w") as f:
-    for j in range(1, jobs + 1):
-        n = 3 if j % 10 == 0 else 1
-        recipients = []
-        for r in range(1, n + 1):
-            token = f"chaos-{j:07d}-{r}"
-            if (j * 7 + r) % 100 == 0:
-                token = "unregistered-" + token   # the emulator answers UNREGISTERED: outcome invalid_token
-            recipients.append({"token": token})
-        f.write(json.dumps({"job_id": f"chaos-{j:07d}", "app_id": "chaos-app", "message_type": "data",
-                            "data": {"pushdata.job": str(j)}, "recipients": recipients}, separators=(",", ":")) + "\n")
-PY
+python3 "$ROOT/bench/chaos/make_jobs.py" "$JOBS" "$WORK/jobs.jsonl"
 RECIPIENTS=$(python3 -c 'import sys,json; print(sum(len(json.loads(l)["recipients"]) for l in open(sys.argv[1])))' "$WORK/jobs.jsonl")
 # A fifth of the jobs is waiting when the workers start; the rest arrives in batches during the
 # feed window, while the faults strike, so that every fault meets work in progress.
@@ -378,9 +364,9 @@ WPID=()
 log "reading results, dead letters and the emulator's record"
 budget() { local r=$(( (DEADLINE - $(now_ms)) / 1000 )); echo $((r > 60 ? r : 60)); }
 ctl "list_queues name messages" 2>/dev/null | awk '$1 ~ /^push\./ {print $1, $2}' | sort >"$WORK/final-depths.txt" || true
-RESULTS_DEPTH=$(awk '$1 == "push.results" {print $2}' "$WORK/final-depths.txt")
+RESULTS_DEPTH=$(awk '$1 == "push.results.stream" {print $2}' "$WORK/final-depths.txt")
 DLQ_DEPTH=$(awk '$1 == "push.jobs.dlq" {print $2}' "$WORK/final-depths.txt")
-log "   push.results holds ${RESULTS_DEPTH:-?} result(s), push.jobs.dlq ${DLQ_DEPTH:-?} dead letter(s)"
+log "   push.results.stream holds ${RESULTS_DEPTH:-?} result(s), push.jobs.dlq ${DLQ_DEPTH:-?} dead letter(s)"
 t=$(now_ms)
 timeout "$(budget)" "$PC" results "${BROKER_ARGS[@]}" --count 1000000 --timeout 3 >"$WORK/results.jsonl" 2>"$WORK/logs/results.err" || true
 log "   push-connector results: $(wc -l <"$WORK/results.jsonl") result(s) in $(( ($(now_ms) - t) / 1000 )) s"
