@@ -92,7 +92,7 @@ import Testing
 
         let early = try await f.results(6 + 1)  // the later jobs' results and the stuck job's dead_lettered one
         #expect(Set(early.map(\.jobID)) == Set(later + ["stuck"]))
-        try await eventually("the later jobs acked") { worker.counters.acked.load(ordering: .relaxed) == 6 && f.unackedDeliveries() == 1 }
+        try await eventually("the later jobs acked") { try worker.counters.acked.load(ordering: .relaxed) == 6 && f.unackedDeliveries() == 1 }
         for _ in 0..<5 {  // a steady state, observed over a second
             #expect(try f.unackedDeliveries() == 1 && f.messageCount(f.topology.jobsQueue) == 0, "the stuck job must stay unacked")
             try await Task.sleep(for: .milliseconds(200))
