@@ -86,7 +86,11 @@ public struct JobProcessor: Sendable {
     /// Sends every composed message at once; the FCM client bounds what is really in flight.
     /// A target whose task is cancelled before it starts is left out and planned as a retry.
     private func send(_ composed: [CompositionOutcome], app: AppConfiguration, sender: any PushSender) async -> [Int: DeliveryOutcome] {
-        await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
+        if composed.count == 1, case .message(let message) = composed[0] {  // the common case: no task group, no child task
+            if Task.isCancelled { return [:] }
+            return [message.recipientIndex: await sender.send(message.body, app: app)]
+        }
+        return await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
             for case .message(let message) in composed {
                 group.addTask {
                     if Task.isCancelled { return (message.recipientIndex, nil) }

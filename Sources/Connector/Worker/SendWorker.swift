@@ -153,7 +153,8 @@ public final class SendWorker: Sendable {
         if stop() { return }
         let processed = await processor.processJob(body: delivery.body, headers: delivery.properties.headers)
         let messages = processed.messages
-        let jobLog = log.with(processed.record.fields)
+        // The job's fields are attached only when a debug line will be written (not per job otherwise).
+        let jobLog = log.isDebugEnabled ? log.with(processed.record.fields) : log
         if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
         if stop() {
             jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
