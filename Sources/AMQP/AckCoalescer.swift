@@ -72,19 +72,35 @@ public struct AckCoalescer: Sendable {
         return true
     }
 
+    /// Completed deliveries at the front, in delivery order: what one `multiple` ack may settle now.
+    public var completedRun: Int {
+        var end = head
+        while end < tags.count && done[end] { end += 1 }
+        return end - head
+    }
+
+    /// The ack settling the first `count` deliveries of the completed run (at most the run).
+    public mutating func takeRun(_ count: Int) -> Ack? {
+        let count = min(count, completedRun)
+        guard count > 0 else { return nil }
+        let end = head + count
+        let ack = Ack(deliveryTag: tags[end - 1], multiple: count > 1, count: count)
+        completed -= count
+        head = end
+        if head > 4096 && head * 2 > tags.count {
+            tags.removeFirst(head)
+            done.removeFirst(head)
+            head = 0
+        }
+        return ack
+    }
+
     /// The acks to send now: one (with `multiple` when it covers more than one delivery) for the
     /// completed run at the front, then single acks for the completed deliveries behind an
     /// unfinished one when the straggler rules (or `flush`) say so.
     public mutating func acks(now: ContinuousClock.Instant, flush: Bool = false) -> [Ack] {
         var acks: [Ack] = []
-        var end = head
-        while end < tags.count && done[end] { end += 1 }
-        if end > head {
-            let count = end - head
-            acks.append(Ack(deliveryTag: tags[end - 1], multiple: count > 1, count: count))
-            completed -= count
-            head = end
-        }
+        if let run = takeRun(.max) { acks.append(run) }
         if completed == 0 {
             stragglersSince = nil
         } else {
@@ -103,11 +119,6 @@ public struct AckCoalescer: Sendable {
                 }
                 (tags, done, head, completed, stragglersSince) = (keptTags, keptDone, 0, 0, nil)
             }
-        }
-        if head > 4096 && head * 2 > tags.count {
-            tags.removeFirst(head)
-            done.removeFirst(head)
-            head = 0
         }
         return acks
     }

@@ -151,7 +151,7 @@ public final class SendWorker: Sendable {
         // New work waits out a broker alarm: its messages could not be confirmed anyway.
         await outbound.waitWhileBlocked(stop: stop)
         if stop() { return }
-        let processed = await processor.processJob(body: delivery.body, headers: delivery.properties.headers)
+        let processed = await processor.processJob(body: delivery.body, headers: delivery.properties.headers, stop: stop)
         let messages = processed.messages
         // The job's fields are attached only when a debug line will be written (not per job otherwise).
         let jobLog = log.isDebugEnabled ? log.with(processed.record.fields) : log
