@@ -17,11 +17,18 @@ import Synchronization
 ///   caller reconnects with backoff by starting a new consumer; unsettled deliveries of a dead
 ///   connection are redelivered by the broker (settling them on the old consumer is a no-op).
 ///
+/// Coalesced acks (`start(coalescingAcks: true)`): settle with `complete` instead, in any order;
+/// the connection thread acks with `multiple` over contiguous completed deliveries (`AckCoalescer`),
+/// at most once per pass of its loop, and flushes every completed one before `close()` closes the
+/// channel. Deliveries never completed stay unacked (requeued at close). Do not mix `complete`
+/// with `ack` / `nack` / `reject` on such a consumer.
+///
 /// Always call `close()` at the end: it executes the settlements queued before it, closes the
 /// channel and connection (the broker requeues what is still unacked) and ends the thread.
 public final class AMQPConsumer: Sendable {
     enum Command: Sendable {
         case ack(UInt64, multiple: Bool)
+        case complete(UInt64)
         case nack(UInt64, multiple: Bool, requeue: Bool)
         case reject(UInt64, requeue: Bool)
         case cancel
@@ -48,11 +55,14 @@ public final class AMQPConsumer: Sendable {
     /// where to start; every delivery then carries its offset (`Delivery.streamOffset`). A
     /// stream needs the manual acks too: they return the credit `prefetch` hands out.
     public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
-                             exclusive: Bool = false, arguments: AMQPTable = [:]) async throws -> AMQPConsumer {
+                             exclusive: Bool = false, arguments: AMQPTable = [:],
+                             coalescingAcks: Bool = false) async throws -> AMQPConsumer {
         let consumer = try AMQPConsumer(queue: queue)
+        let coalescer = coalescingAcks ? AckCoalescer(stragglerLimit: Int(prefetch) / 4) : nil
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             startConnectionThread(name: "amqp-consumer \(queue)") {
-                consumer.run(settings: settings, prefetch: prefetch, exclusive: exclusive, arguments: arguments, ready: ready)
+                consumer.run(settings: settings, prefetch: prefetch, exclusive: exclusive, arguments: arguments,
+                             coalescer: coalescer, ready: ready)
             }
         }
         return consumer
@@ -61,6 +71,13 @@ public final class AMQPConsumer: Sendable {
     /// Acknowledges a delivery (and every earlier one when `multiple`).
     public func ack(_ deliveryTag: UInt64, multiple: Bool = false) {
         commands.submit(.ack(deliveryTag, multiple: multiple))
+    }
+
+    /// Marks a delivery done (a consumer started with `coalescingAcks`): it is acked, possibly
+    /// with `multiple` together with others, once every earlier delivery is done too (or as a
+    /// straggler, see `AckCoalescer`).
+    public func complete(_ deliveryTag: UInt64) {
+        commands.submit(.complete(deliveryTag))
     }
 
     /// Negatively acknowledges; `requeue: false` dead-letters (when the queue has a DLX) or drops.
@@ -90,7 +107,8 @@ public final class AMQPConsumer: Sendable {
     // MARK: connection thread
 
     private func run(settings: AMQPSettings, prefetch: UInt16, exclusive: Bool, arguments: AMQPTable,
-                     ready: CheckedContinuation<Void, any Error>) {
+                     coalescer: AckCoalescer?, ready: CheckedContinuation<Void, any Error>) {
+        var coalescer = coalescer
         let connection: AMQPConnection
         let consumerTag: String
         do {
@@ -114,6 +132,12 @@ public final class AMQPConsumer: Sendable {
         var unprocessed: [Command] = []  // drained but not executed (error or close mid-batch)
         var streamFinished = false
         var cancelSent = false
+        func sendAcks(flush: Bool) throws(AMQPError) {
+            guard let pending = coalescer?.completed, pending > 0 else { return }
+            for ack in coalescer!.acks(now: .now, flush: flush) {
+                try connection.ack(ack.deliveryTag, multiple: ack.multiple)
+            }
+        }
         do {
             loop: while true {
                 let batch = commands.drain()
@@ -121,6 +145,7 @@ public final class AMQPConsumer: Sendable {
                     do {
                         switch command {
                         case .ack(let tag, let multiple): try connection.ack(tag, multiple: multiple)
+                        case .complete(let tag): coalescer?.complete(tag)
                         case .nack(let tag, let multiple, let requeue):
                             try connection.nack(tag, multiple: multiple, requeue: requeue)
                         case .reject(let tag, let requeue): try connection.reject(tag, requeue: requeue)
@@ -132,6 +157,7 @@ public final class AMQPConsumer: Sendable {
                         case .close(let done):
                             closers.append(done)
                             unprocessed = Array(batch[(index + 1)...])
+                            try sendAcks(flush: true)
                             break loop
                         }
                     } catch {
@@ -139,11 +165,13 @@ public final class AMQPConsumer: Sendable {
                         throw error
                     }
                 }
+                try sendAcks(flush: false)
                 var readAny = 0
                 while readAny < 512, let frame = try connection.nextFrame(timeoutMicros: 0) {
                     readAny += 1
                     switch frame {
                     case .deliver(let delivery):
+                        coalescer?.delivered(delivery.deliveryTag)
                         if !streamFinished { continuation.yield(delivery) }
                     case .other(let method) where method == AMQPMethod.basicCancelOK:
                         streamFinished = true

@@ -30,16 +30,59 @@ import Synchronization
 /// number, so it is matched to the oldest unconfirmed publish with the same exchange, routing
 /// key and body. Task cancellation does not withdraw a message already submitted.
 public final class ConfirmingPublisher: Sendable {
-    struct Outgoing: Sendable {
-        var exchange: String
-        var routingKey: String
-        var body: Data
-        var properties: MessageProperties
+    /// One message to publish.
+    public struct Outgoing: Sendable {
+        public var exchange: String
+        public var routingKey: String
+        public var body: Data
+        public var properties: MessageProperties
+
+        public init(exchange: String, routingKey: String, body: Data, properties: MessageProperties = MessageProperties()) {
+            self.exchange = exchange
+            self.routingKey = routingKey
+            self.body = body
+            self.properties = properties
+        }
     }
 
     enum Command: Sendable {
         case publish(Outgoing, CheckedContinuation<Void, any Error>)
+        case publishBatch([Outgoing], CheckedContinuation<[AMQPError?], Never>)
         case close(CheckedContinuation<Void, Never>, timeout: Duration?)
+    }
+
+    /// Who waits for a confirm: one `publish`, or one message of a `publish(batch:)`.
+    private enum Waiter {
+        case one(CheckedContinuation<Void, any Error>)
+        case batch(BatchConfirms, Int)
+
+        func settle(_ result: Result<Void, AMQPError>) {
+            switch self {
+            case .one(let c): c.resume(with: result.mapError { $0 as any Error })
+            case .batch(let box, let index): box.settle(index, result)
+            }
+        }
+    }
+
+    /// The confirms of one batch, gathered on the connection thread; resumes its caller once,
+    /// when the last one arrived.
+    private final class BatchConfirms {
+        private var outcomes: [AMQPError?]
+        private var remaining: Int
+        private let continuation: CheckedContinuation<[AMQPError?], Never>
+
+        init(count: Int, _ continuation: CheckedContinuation<[AMQPError?], Never>) {
+            outcomes = Array(repeating: nil, count: count)
+            remaining = count
+            self.continuation = continuation
+            if count == 0 { continuation.resume(returning: []) }
+        }
+
+        func settle(_ index: Int, _ result: Result<Void, AMQPError>) {
+            if case .failure(let error) = result { outcomes[index] = error }
+            remaining -= 1
+            if remaining == 0 { continuation.resume(returning: outcomes) }
+        }
     }
 
     /// A change of the broker's flow control on this connection.
@@ -96,6 +139,18 @@ public final class ConfirmingPublisher: Sendable {
         }
     }
 
+    /// Publishes `messages` in order with one command and returns once the broker settled every
+    /// one: nil where it confirmed, the error where it did not (same errors as `publish`). One
+    /// suspension per batch instead of one per message.
+    public func publish(batch messages: [Outgoing]) async -> [AMQPError?] {
+        if messages.isEmpty { return [] }
+        return await withCheckedContinuation { (settled: CheckedContinuation<[AMQPError?], Never>) in
+            if !commands.submit(.publishBatch(messages, settled)) {
+                settled.resume(returning: Array(repeating: AMQPError.closed("the publisher"), count: messages.count))
+            }
+        }
+    }
+
     /// Waits for the confirms of everything already published (at most `timeout`, default
     /// `Options.closeTimeout`; what is still unconfirmed then fails with `.closed`), then closes
     /// the connection.
@@ -110,7 +165,7 @@ public final class ConfirmingPublisher: Sendable {
     /// Confirms outstanding on the current channel, by publish sequence number.
     private struct InFlight {
         struct Entry {
-            var continuation: CheckedContinuation<Void, any Error>
+            var waiter: Waiter
             var sentAt: ContinuousClock.Instant
             var message: Outgoing
             /// Set by a basic.return matched to this publish: its ack then fails with it.
@@ -120,8 +175,8 @@ public final class ConfirmingPublisher: Sendable {
         var lowest: UInt64 = 1
         var next: UInt64 = 1
 
-        mutating func add(_ c: CheckedContinuation<Void, any Error>, _ message: Outgoing) {
-            waiting[next] = Entry(continuation: c, sentAt: .now, message: message)
+        mutating func add(_ waiter: Waiter, _ message: Outgoing, at now: ContinuousClock.Instant) {
+            waiting[next] = Entry(waiter: waiter, sentAt: now, message: message)
             next += 1
         }
 
@@ -146,8 +201,7 @@ public final class ConfirmingPublisher: Sendable {
         mutating func settle(_ tag: UInt64, multiple: Bool, _ result: Result<Void, AMQPError>) {
             func resume(_ entry: Entry?) {
                 guard let entry else { return }
-                let outcome = entry.returned.map { Result<Void, AMQPError>.failure($0) } ?? result
-                entry.continuation.resume(with: outcome.mapError { $0 as any Error })
+                entry.waiter.settle(entry.returned.map { .failure($0) } ?? result)
             }
             if multiple {
                 while lowest <= tag {
@@ -162,7 +216,7 @@ public final class ConfirmingPublisher: Sendable {
 
         /// Fails everything and restarts numbering (a new channel counts from 1 again).
         mutating func failAll(_ error: AMQPError) {
-            for (_, entry) in waiting { entry.continuation.resume(throwing: error) }
+            for (_, entry) in waiting { entry.waiter.settle(.failure(error)) }
             waiting = [:]
             lowest = 1
             next = 1
@@ -186,28 +240,51 @@ public final class ConfirmingPublisher: Sendable {
         var inFlight = InFlight()
         var closers: [CheckedContinuation<Void, Never>] = []
         var closeDeadline = ContinuousClock.Instant.now
-        var held: [(Outgoing, CheckedContinuation<Void, any Error>)] = []  // submitted while blocked
+        var held: [(Outgoing, Waiter)] = []  // submitted while blocked
         var flowBlocked = false
         var unblockedAt = ContinuousClock.Instant.now  // confirm deadlines never count blocked time
         var unprocessed: [Command] = []  // drained but not executed when the connection died
         var loopError: AMQPError?
-        func write(_ m: Outgoing, _ confirmed: CheckedContinuation<Void, any Error>) throws(AMQPError) {
-            inFlight.add(confirmed, m)
+        var now = ContinuousClock.now  // one clock read per pass of the loop
+        func write(_ m: Outgoing, _ waiter: Waiter) throws(AMQPError) {
+            inFlight.add(waiter, m, at: now)
             try connection.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body,
                                    properties: m.properties, mandatory: true)
+        }
+        /// Writes `messages` (or holds them while blocked); on a write error, fails the ones after it.
+        func submit(_ messages: [(Outgoing, Waiter)]) throws(AMQPError) {
+            for (index, (m, waiter)) in messages.enumerated() {
+                if flowBlocked {
+                    held.append((m, waiter))
+                    continue
+                }
+                do { try write(m, waiter) } catch {
+                    for (_, w) in messages[(index + 1)...] { w.settle(.failure(error)) }
+                    throw error
+                }
+            }
         }
         do {
             while true {
                 let batch = closers.isEmpty ? commands.drain() : []
+                now = .now
                 for (index, command) in batch.enumerated() {
                     switch command {
                     case .publish(let m, let confirmed):
                         if !closers.isEmpty {  // submitted after close() in the same batch
                             confirmed.resume(throwing: AMQPError.closed("the publisher"))
-                        } else if flowBlocked {
-                            held.append((m, confirmed))
                         } else {
-                            do { try write(m, confirmed) } catch {
+                            do { try submit([(m, .one(confirmed))]) } catch {
+                                unprocessed = Array(batch[(index + 1)...])
+                                throw error
+                            }
+                        }
+                    case .publishBatch(let messages, let settled):
+                        let box = BatchConfirms(count: messages.count, settled)
+                        if !closers.isEmpty {
+                            for i in messages.indices { box.settle(i, .failure(AMQPError.closed("the publisher"))) }
+                        } else {
+                            do { try submit(messages.enumerated().map { ($1, .batch(box, $0)) }) } catch {
                                 unprocessed = Array(batch[(index + 1)...])
                                 throw error
                             }
@@ -215,14 +292,9 @@ public final class ConfirmingPublisher: Sendable {
                     case .close(let done, let timeout):
                         if closers.isEmpty { closeDeadline = .now + (timeout ?? options.closeTimeout) }
                         closers.append(done)
-                        for (_, c) in held { c.resume(throwing: AMQPError.closed("the publisher")) }
+                        for (_, w) in held { w.settle(.failure(AMQPError.closed("the publisher"))) }
                         held = []
-                        for late in commands.close() {
-                            switch late {
-                            case .publish(_, let c): c.resume(throwing: AMQPError.closed("the publisher"))
-                            case .close(let d, _): closers.append(d)
-                            }
-                        }
+                        for late in commands.close() { Self.fail(late, AMQPError.closed("the publisher"), closers: &closers) }
                     }
                 }
                 if !closers.isEmpty && (inFlight.waiting.isEmpty || ContinuousClock.now >= closeDeadline) { break }
@@ -254,12 +326,8 @@ public final class ConfirmingPublisher: Sendable {
                         options.onFlowChange?(.unblocked)
                         let release = held
                         held = []
-                        for (index, (m, confirmed)) in release.enumerated() {
-                            do { try write(m, confirmed) } catch {
-                                for (_, c) in release[(index + 1)...] { c.resume(throwing: error) }
-                                throw error
-                            }
-                        }
+                        now = .now
+                        try submit(release)
                     default: break
                     }
                     connection.releaseBuffers()
@@ -274,15 +342,19 @@ public final class ConfirmingPublisher: Sendable {
         connection.close(timeout: options.closeTimeout, polite: !flowBlocked)
         let failure = loopError ?? AMQPError.closed("the publisher")
         inFlight.failAll(failure)
-        for (_, c) in held { c.resume(throwing: failure) }
-        for leftover in unprocessed + commands.close() {
-            switch leftover {
-            case .publish(_, let c): c.resume(throwing: failure)
-            case .close(let d, _): closers.append(d)
-            }
-        }
+        for (_, w) in held { w.settle(.failure(failure)) }
+        for leftover in unprocessed + commands.close() { Self.fail(leftover, failure, closers: &closers) }
         blocked.store(false, ordering: .relaxed)
         for done in closers { done.resume() }
+    }
+
+    /// Fails a command that will not be executed (a close is kept to be resumed).
+    private static func fail(_ command: Command, _ error: AMQPError, closers: inout [CheckedContinuation<Void, Never>]) {
+        switch command {
+        case .publish(_, let c): c.resume(throwing: error)
+        case .publishBatch(let messages, let c): c.resume(returning: Array(repeating: error, count: messages.count))
+        case .close(let d, _): closers.append(d)
+        }
     }
 
     private static func selectConfirms(_ connection: AMQPConnection) throws(AMQPError) {

@@ -152,6 +152,12 @@ final class CurlLane: @unchecked Sendable {
         pc_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
         pc_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
         pc_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
+        pc_curl_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1)
+        // A handle per request in flight (1 000 by default): libcurl's 16 KiB receive and 64 KiB
+        // upload buffers per handle were most of the worker's memory. FCM's answers and our
+        // bodies are a few hundred bytes; the smallest buffers libcurl takes are plenty.
+        pc_curl_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, 4096)
+        pc_curl_easy_setopt_long(easy, CURLOPT_UPLOAD_BUFFERSIZE, 16384)
         pc_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, configuration.verifyTLS ? 1 : 0)
         pc_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, configuration.verifyTLS ? 2 : 0)
         if let caFile = configuration.caFile {

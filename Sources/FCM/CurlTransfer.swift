@@ -72,9 +72,10 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// The value of a `Retry-After` header line (any case, surrounding blanks and CR LF removed).
     static func retryAfterValue(_ line: some Collection<UInt8>) -> String? {
-        let bytes = Array(line)
         let name = retryAfterName
-        guard bytes.count > name.count else { return nil }
+        // Most lines are other headers: refuse them before copying anything.
+        guard line.count > name.count, let head = line.first, head | 0x20 == name[0] else { return nil }
+        let bytes = Array(line)
         for index in name.indices {
             let byte = bytes[index]
             let lower = (65...90).contains(byte) ? byte + 32 : byte

@@ -111,7 +111,8 @@ final class PipelineFixture: Sendable {
         configuration.lanes = lanes
         configuration.shutdownDeadline = shutdownDeadline
         configuration.reconnectBackoff = Backoff(initial: .milliseconds(100), max: .seconds(1))
-        let processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
+        var processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
+        processor.sendWindow = SendWindow(capacity: fcm.transport.maxInFlight)  // as `worker` runs
         let worker = SendWorker(configuration: configuration, processor: processor,
                                 logger: Logger(component: "test-worker", minimumLevel: .warning), metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)

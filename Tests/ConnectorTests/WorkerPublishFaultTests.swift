@@ -101,6 +101,39 @@ import Testing
         #expect(f.sends(to: "dev-u1") == 1 && f.sends(to: "dev-u2") == 1)
     }
 
+    /// Coalesced acks: the job whose dead-letter copy the broker refuses stays unacked (no ack
+    /// with `multiple` covers it), while the jobs delivered after it are acked anyway (one stuck
+    /// delivery does not hold the prefetch window); lifting the refusal settles it, nothing twice.
+    @Test func aRefusedCopyHoldsOnlyItsOwnJobUnackedWhileLaterJobsAreAcked() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let queue = f.topology.deadLetterQueue
+        _ = try await f.refusePublishes(on: queue)
+        defer { _ = try? f.allowPublishes(on: queue) }
+        let worker = try f.makeWorker(maxAttempts: 1, prefetch: 20)
+        let (shutdown, task) = f.startWorker(worker)
+        try await f.publish([jobJSON("stuck", tokens: ["unavailable-dev"])])
+        try await eventually("the copy refused") { worker.counters.republished.load(ordering: .relaxed) >= 1 }
+        let later = (0..<6).map { "later-\($0)" }
+        try await f.publish(later.map { jobJSON($0, tokens: ["dev-\($0)"]) })
+
+        let early = try await f.results(6 + 1)  // the later jobs' results and the stuck job's dead_lettered one
+        #expect(Set(early.map(\.jobID)) == Set(later + ["stuck"]))
+        try await eventually("the later jobs acked") { try worker.counters.acked.load(ordering: .relaxed) == 6 && f.unackedDeliveries() == 1 }
+        for _ in 0..<5 {  // a steady state, observed over a second
+            #expect(try f.unackedDeliveries() == 1 && f.messageCount(f.topology.jobsQueue) == 0, "the stuck job must stay unacked")
+            try await Task.sleep(for: .milliseconds(200))
+        }
+
+        try f.allowPublishes(on: queue)
+        try await eventually("the stuck job acked") { try f.jobsSettled() }
+        shutdown.trigger()
+        await task.value
+        #expect(worker.counters.acked.load(ordering: .relaxed) == 7)
+        #expect(try await f.remainingResults().isEmpty, "no result published twice")
+        #expect(later.allSatisfy { f.sends(to: "dev-\($0)") == 1 })
+        #expect(f.emulator.stats().count("UNAVAILABLE") == 1)
+    }
+
     /// A confirm that never arrives (the node's memory alarm blocks the publisher): the delivery
     /// stays unacked past a deadline; once the alarm clears, exactly one result.
     @Test func confirmWithheldByAMemoryAlarmKeepsTheDeliveryUnacked() async throws {

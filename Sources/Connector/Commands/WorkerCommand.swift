@@ -22,7 +22,9 @@ public struct WorkerCommand: Command {
             .value("--config-poll", "S", "look for a changed App ID or credentials file every S seconds (0: only on SIGHUP)",
                    default: "5", .integer(0...3600)),
         ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + CommonOptions.resultsRetentionOptions + [
-            .value("--prefetch", "N", "unacked jobs per lane", default: "100", .integer(1...65_535)),
+            .value("--prefetch", "N", "unacked jobs per lane (default: --max-in-flight / --lanes, so that latency\n"
+                   + "does not cap the sends in flight; a job holds its slot until its results are confirmed)",
+                   .integer(1...65_535)),
             .value("--lanes", "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
             .value("--max-attempts", "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
             .value("--retry-base-delay", "S", "first backoff delay in seconds (doubles each attempt, ±20 % jitter)",
@@ -73,6 +75,7 @@ public struct WorkerCommand: Command {
 
         var processor = JobProcessor(catalog: catalog, topology: plan.topology, planner: JobPlanner(policy: plan.policy))
         processor.maxJobBytes = plan.maxJobBytes
+        processor.sendWindow = SendWindow(capacity: plan.fcm.transport.maxInFlight)
         let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger, metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
         var server: MicroHTTPServer?

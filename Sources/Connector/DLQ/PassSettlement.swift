@@ -1,3 +1,5 @@
+import AMQP
+
 /// The bookkeeping of a windowed DLQ pass, without I/O: which messages were read, which publish
 /// each one waits for (its copy back to the DLQ, or its replay), and how far the originals may be
 /// acked.
@@ -14,13 +16,10 @@
 ///   channel and stashes the rest, and stashed acks are lost when the channel closes. The
 ///   broker's prefetch bounds what is unacked, so at most `prefetch / ackStep + 1` acks are ever
 ///   in flight.
+///
+/// Which originals are done is `AckCoalescer`'s bookkeeping (the worker's coalesced acks), used
+/// without its out-of-order single acks: a pass acks only the completed run at the front.
 struct PassSettlement: Sendable {
-    private struct Slot: Sendable {
-        var deliveryTag: UInt64
-        /// The publish this message waits for; nil once confirmed, or when there is none.
-        var sequence: UInt64?
-    }
-
     let initialCount: Int
     let prefetch: Int
     let ackStep: Int
@@ -32,9 +31,12 @@ struct PassSettlement: Sendable {
     private(set) var inFlight = 0
     /// Set once the consumer is cancelled: nothing more can be delivered, everything may be acked.
     var consumerCancelled = false
-    /// Read and not yet acked, in read order.
-    private var slots: [Slot] = []
-    private var head = 0
+    /// Which originals are done (their publish confirmed, or none needed), in read order; acked
+    /// only as a run from the front (no stragglers: a pass acks in read order).
+    private var originals = AckCoalescer(stragglerLimit: .max)
+    /// Publishes waiting for their confirm, in publish order (sequences grow with the read order).
+    private var unconfirmed: [(sequence: UInt64, deliveryTag: UInt64)] = []
+    /// Whether each message read is removed, from the first not yet acked on.
     private var removals: [Bool] = []
 
     init(initialCount: Int, window: Int) {
@@ -49,22 +51,30 @@ struct PassSettlement: Sendable {
     /// Records a message read, waiting for the publish `sequence` (nil: nothing to wait for),
     /// and whether the pass removes it (no copy back to the DLQ).
     mutating func add(deliveryTag: UInt64, sequence: UInt64?, removes: Bool) {
-        slots.append(Slot(deliveryTag: deliveryTag, sequence: sequence))
+        originals.delivered(deliveryTag)
         removals.append(removes)
         read += 1
-        if sequence != nil { inFlight += 1 }
+        if let sequence {
+            unconfirmed.append((sequence, deliveryTag))
+            inFlight += 1
+        } else {
+            originals.complete(deliveryTag)
+        }
     }
 
     /// Records a broker confirm: the publish `sequence`, and with `multiple` every earlier one.
     mutating func confirm(_ sequence: UInt64, multiple: Bool) {
-        for i in head..<slots.count {
-            guard let s = slots[i].sequence else { continue }
-            if s == sequence || (multiple && s < sequence) {
-                slots[i].sequence = nil
-                inFlight -= 1
-            } else if s > sequence {
-                break  // sequences grow with the read order
+        if multiple {
+            var n = 0
+            while n < unconfirmed.count && unconfirmed[n].sequence <= sequence {
+                originals.complete(unconfirmed[n].deliveryTag)
+                n += 1
             }
+            unconfirmed.removeFirst(n)
+            inFlight -= n
+        } else if let i = unconfirmed.firstIndex(where: { $0.sequence == sequence }) {
+            originals.complete(unconfirmed.remove(at: i).deliveryTag)
+            inFlight -= 1
         }
     }
 
@@ -73,22 +83,14 @@ struct PassSettlement: Sendable {
     /// stopping on an error).
     mutating func nextAck(flush: Bool = false) -> (deliveryTag: UInt64, count: Int)? {
         let cap = consumerCancelled ? read : max(0, initialCount - prefetch)
-        let allowed = min(read, cap)
-        var end = head
-        while end < slots.count, acked + (end - head) < allowed, slots[end].sequence == nil { end += 1 }
-        let count = end - head
-        // At the cap (`allowed`) the ack goes out whatever its size: the broker delivers nothing
-        // more until it does, and the rest only comes once it has.
-        guard count > 0, flush || consumerCancelled || count >= ackStep || acked + count == cap else { return nil }
-        let tag = slots[end - 1].deliveryTag
-        removed += removals[head..<end].filter { $0 }.count
+        let count = min(originals.completedRun, max(0, min(read, cap) - acked))
+        // At the cap the ack goes out whatever its size: the broker delivers nothing more until
+        // it does, and the rest only comes once it has.
+        guard count > 0, flush || consumerCancelled || count >= ackStep || acked + count == cap,
+              let ack = originals.takeRun(count) else { return nil }
+        removed += removals[..<count].filter { $0 }.count
+        removals.removeFirst(count)
         acked += count
-        head = end
-        if head > 4096 {
-            slots.removeFirst(head)
-            removals.removeFirst(head)
-            head = 0
-        }
-        return (tag, count)
+        return (ack.deliveryTag, count)
     }
 }

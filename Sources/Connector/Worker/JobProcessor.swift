@@ -16,6 +16,9 @@ public struct JobProcessor: Sendable {
     public var maxJobBytes = JobProcessor.defaultMaxJobBytes
     /// 1 MiB: far above the largest valid job (1 000 recipients with their data).
     public static let defaultMaxJobBytes = 1 << 20
+    /// When set, a job takes a permit per recipient before it is composed and gives them back
+    /// once sent (`SendWindow`): what is composed and waiting for FCM stays near the FCM window.
+    var sendWindow: SendWindow?
 
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
         self.catalog = catalog
@@ -35,14 +38,18 @@ public struct JobProcessor: Sendable {
 
     /// The messages to publish for a delivery, with what the worker's log lines and metrics say
     /// about the job (so that it never reads back the headers it wrote).
-    public func processJob(body: Data, headers: AMQPTable) async -> ProcessedJob {
+    ///
+    /// `stop` is asked once the job got its place in the send window: true (the lane gave up on
+    /// the delivery meanwhile) returns no messages and sends nothing.
+    public func processJob(body: Data, headers: AMQPTable, stop: @Sendable () -> Bool = { false }) async -> ProcessedJob {
         var record = JobRecord(attempt: Self.attemptsMade(headers) + 1)
-        let messages = await messages(body: body, headers: headers, record: &record)
+        let messages = await messages(body: body, headers: headers, record: &record, stop: stop)
         record.code = messages.first { $0.kind == .deadLetter }?.label
         return ProcessedJob(messages: messages, record: record)
     }
 
-    private func messages(body: Data, headers: AMQPTable, record: inout JobRecord) async -> [OutboundMessage] {
+    private func messages(body: Data, headers: AMQPTable, record: inout JobRecord,
+                          stop: @Sendable () -> Bool) async -> [OutboundMessage] {
         let now = clock()
         let apps = catalog.current
         let attempt = record.attempt
@@ -69,6 +76,10 @@ public struct JobProcessor: Sendable {
         if let notAfter = job.notAfter, notAfter < now {
             return outbound(planner.expired(job, attempts: attempt - 1, now: now), headers: headers, now: now, firstFailedAt: firstFailedAt)
         }
+        var admitted = 0
+        if let window = sendWindow { admitted = await window.acquire(job.target.count) }
+        defer { sendWindow?.release(admitted) }
+        if admitted > 0 && stop() { return [] }
         let composed: [CompositionOutcome]
         do {
             composed = try composer.compose(job, app: app)
@@ -86,7 +97,11 @@ public struct JobProcessor: Sendable {
     /// Sends every composed message at once; the FCM client bounds what is really in flight.
     /// A target whose task is cancelled before it starts is left out and planned as a retry.
     private func send(_ composed: [CompositionOutcome], app: AppConfiguration, sender: any PushSender) async -> [Int: DeliveryOutcome] {
-        await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
+        if composed.count == 1, case .message(let message) = composed[0] {  // the common case: no task group, no child task
+            if Task.isCancelled { return [:] }
+            return [message.recipientIndex: await sender.send(message.body, app: app)]
+        }
+        return await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
             for case .message(let message) in composed {
                 group.addTask {
                     if Task.isCancelled { return (message.recipientIndex, nil) }

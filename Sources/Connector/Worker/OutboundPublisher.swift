@@ -143,26 +143,19 @@ final class OutboundPublisher: Sendable {
         if let publisher = try? await task?.value { await publisher.close(timeout: .zero) }
     }
 
+    /// Publishes `messages` as one batch (one suspension for all of them); returns the ones the
+    /// broker did not confirm, with why.
     private func publish(_ messages: [OutboundMessage], on publisher: ConfirmingPublisher) async
         -> [(message: OutboundMessage, error: any Error)] {
         let pending = metrics.confirmsPending
-        return await withTaskGroup(of: (OutboundMessage, (any Error)?).self) { group in
-            for m in messages {
-                group.addTask {
-                    pending.increment()
-                    defer { pending.decrement() }
-                    do {
-                        try await publisher.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body, properties: m.properties)
-                        return (m, nil)
-                    } catch {
-                        return (m, error)
-                    }
-                }
-            }
-            var failed: [(message: OutboundMessage, error: any Error)] = []
-            for await (m, error) in group { if let error { failed.append((m, error)) } }
-            return failed
-        }
+        pending.increment(by: messages.count)
+        defer { pending.decrement(by: messages.count) }
+        let outcomes = await publisher.publish(batch: messages.map {
+            ConfirmingPublisher.Outgoing(exchange: $0.exchange, routingKey: $0.routingKey, body: $0.body, properties: $0.properties)
+        })
+        var failed: [(message: OutboundMessage, error: any Error)] = []
+        for (message, error) in zip(messages, outcomes) { if let error { failed.append((message, error)) } }
+        return failed
     }
 
     /// Forgets the publisher of `generation` (if still current) and closes it.

@@ -5,7 +5,9 @@ import Synchronization
 
 /// The send worker: `lanes` independent consumer + confirming-publisher connection pairs on the
 /// job queue, each delivery processed concurrently (up to `prefetch` per lane) and acked only
-/// once every message it caused is confirmed by the broker.
+/// once every message it caused is confirmed by the broker. Acks are coalesced: the consumer
+/// acks with `multiple` over contiguous settled deliveries (`AckCoalescer`), so the broker sees
+/// one ack per batch instead of one per job.
 ///
 /// A delivery whose FCM sends happened is never requeued for a publish failure: its outbound
 /// messages are kept and published again, reconnecting the publisher if needed, until confirmed
@@ -34,6 +36,14 @@ public final class SendWorker: Sendable {
             self.settings = settings
             self.topology = topology
         }
+    }
+
+    /// The prefetch when `--prefetch` is not given: the process's FCM window (`--max-in-flight`)
+    /// shared by the lanes, so that the sends in flight, not the unacked jobs, bound throughput
+    /// whatever FCM's latency. A job holds its slot until its messages are confirmed.
+    public static func defaultPrefetch(maxInFlight: Int, lanes: Int) -> UInt16 {
+        let lanes = max(1, lanes)
+        return UInt16(clamping: max(1, (maxInFlight + lanes - 1) / lanes))
     }
 
     public let configuration: Configuration
@@ -81,7 +91,7 @@ public final class SendWorker: Sendable {
                 counters.connectAttempts.add(1, ordering: .relaxed)
                 try await outbound.connected()
                 let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.topology.jobsQueue,
-                                                            prefetch: configuration.prefetch)
+                                                            prefetch: configuration.prefetch, coalescingAcks: true)
                 log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
                                        "prefetch": "\(configuration.prefetch)"])
                 failures = 0
@@ -141,9 +151,10 @@ public final class SendWorker: Sendable {
         // New work waits out a broker alarm: its messages could not be confirmed anyway.
         await outbound.waitWhileBlocked(stop: stop)
         if stop() { return }
-        let processed = await processor.processJob(body: delivery.body, headers: delivery.properties.headers)
+        let processed = await processor.processJob(body: delivery.body, headers: delivery.properties.headers, stop: stop)
         let messages = processed.messages
-        let jobLog = log.with(processed.record.fields)
+        // The job's fields are attached only when a debug line will be written (not per job otherwise).
+        let jobLog = log.isDebugEnabled ? log.with(processed.record.fields) : log
         if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
         if stop() {
             jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
@@ -160,7 +171,7 @@ public final class SendWorker: Sendable {
         }
         counters.count(messages)
         metrics.count(messages, appID: processed.record.appLabel)
-        consumer.ack(delivery.deliveryTag)
+        consumer.complete(delivery.deliveryTag)
         counters.acked.add(1, ordering: .relaxed)
         jobLog.debug("published, confirmed and acked", ["messages": "\(messages.count)", "delivery_tag": "\(delivery.deliveryTag)"])
         JobLogLines.settled(messages, record: processed.record, log: log)

@@ -37,6 +37,12 @@ public enum JobTarget: Sendable, Equatable {
     case recipients([Recipient])
     case topic(String)
     case condition(String)
+
+    /// FCM requests the target takes: one per recipient, one for a topic or a condition.
+    public var count: Int {
+        if case .recipients(let list) = self { return list.count }
+        return 1
+    }
 }
 
 /// A send job as upstream publishes it on `push.jobs` (contract: docs/contracts.md, schema 1).
