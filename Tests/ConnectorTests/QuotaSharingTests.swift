@@ -1,3 +1,4 @@
+import AMQP
 import Foundation
 import PushCore
 import Testing
@@ -137,6 +138,52 @@ import Testing
         }
         #expect(announced == 1)
         try await stop(replicas)
+    }
+}
+
+/// The control channel's faults: lost, or fed garbage.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct ControlChannelFaultTests {
+    @Test func aLostControlChannelIsReopenedAndMalformedControlMessagesAreDroppedWhileSendsGoOn() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let replica = try await QuotaSharingTests.Replica(f, [])
+        try await waitForMetric(replica, "push_connector_quota_queue_consumers", [:], 1)
+
+        // Every connection of the vhost dropped: the lanes and the control channel come back.
+        try f.broker.closeAllConnections(vhost: f.settings.vhost, reason: "test: control channel lost")
+        try await waitForMetric(replica, "push_connector_reconnects_total", ["connection": "control"], atLeast: 1)
+        try await f.publish([jobJSON("after-loss", tokens: ["dev-1"])])
+        #expect(try await f.results(1).map(\.outcome) == [.sent])
+
+        // The new control queue is bound: garbage is dropped with a warning, a valid pause applied.
+        let farAway = FleetQuota.epochMillis() + 2 * QuotaPauseMessage.maximumPauseMillis
+        let client = try AMQPChannelClient(settings: f.settings)
+        defer { client.close() }
+        for body in ["not json", #"{"project":"shop-prod","paused_until":\#(farAway)}"#, #"{"project":"Bad Id","paused_until":1}"#,
+                     #"{"project":"other-project","paused_until":\#(FleetQuota.epochMillis() + 30_000)}"#] {
+            try client.publishConfirmed(exchange: f.topology.controlExchange, routingKey: "", body: Data(body.utf8))
+        }
+        try await waitForMetric(replica, "push_connector_quota_pauses_total", ["direction": "received"], atLeast: 1)
+        try await waitForMetric(replica, "push_connector_quota_pauses_total", ["direction": "dropped"], atLeast: 3)
+        let m = try await replica.metrics()
+        #expect(m.value("push_connector_quota_pauses_total", ["direction": "dropped"]) == 3)
+        #expect(m.value("push_connector_projects_paused", ["reason": "quota"]) == 1, "other-project, for 30 s")
+        #expect(replica.process.log.contains("control message dropped"))
+        // shop-prod is not paused: its jobs are still sent.
+        try await f.publish([jobJSON("after-garbage", tokens: ["dev-2"])])
+        #expect(try await f.results(1).map(\.outcome) == [.sent])
+        #expect(try await replica.process.terminate(within: .seconds(15)) == 0)
+    }
+
+    func waitForMetric(_ replica: QuotaSharingTests.Replica, _ name: String, _ labels: [String: String] = [:], _ value: Double? = nil,
+                       atLeast: Double? = nil) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        var last: Double?
+        while ContinuousClock.now < deadline {
+            last = try? await replica.metrics().value(name, labels)
+            if let last, value.map({ last == $0 }) ?? true, atLeast.map({ last >= $0 }) ?? true { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw FixtureError("\(name)\(labels) stayed at \(last.map { "\($0)" } ?? "nothing") for 20 s; log:\n\(replica.process.log.suffix(1500))")
     }
 }
 
