@@ -6,59 +6,59 @@ import Testing
     @Test func aProcessAloneTakesTheWholeQuota() {
         var rule = QuotaShare(ownLanes: 1)
         #expect(rule.share == 1, "before any count")
-        let got8 = rule.update(reported: 1, ownConsuming: 1)
-        #expect(got8 == 1)
+        let share1 = rule.update(reported: 1, ownConsuming: 1)
+        #expect(share1 == 1)
         #expect(rule.fleetConsumers == 1)
     }
 
     @Test func threeSingleLaneReplicasTakeAThirdEach() {
         var rule = QuotaShare(ownLanes: 1)
-        let got15 = rule.update(reported: 3, ownConsuming: 1)
-        #expect(got15 == 1.0 / 3)
+        let share1 = rule.update(reported: 3, ownConsuming: 1)
+        #expect(share1 == 1.0 / 3)
         #expect(QuotaShare.limit(600, share: rule.share) == 200)
     }
 
     @Test func aProcessWithTwoOfFourConsumersTakesHalf() {
         var rule = QuotaShare(ownLanes: 2)
-        let got22 = rule.update(reported: 4, ownConsuming: 2)
-        #expect(got22 == 0.5)
+        let share1 = rule.update(reported: 4, ownConsuming: 2)
+        #expect(share1 == 0.5)
         #expect(rule.fleetConsumers == 4)
     }
 
     @Test func aStartingProcessCountsItsLanesBeforeTheyConsume() {
         // Two other consumers; our two lanes not consuming yet: the broker reports 2.
         var rule = QuotaShare(ownLanes: 2)
-        let got30 = rule.update(reported: 2, ownConsuming: 0)
-        #expect(got30 == 0.5)
+        let share1 = rule.update(reported: 2, ownConsuming: 0)
+        #expect(share1 == 0.5)
         // One lane up: the broker reports 3, we still count 2 others.
-        let got33 = rule.update(reported: 3, ownConsuming: 1)
-        #expect(got33 == 0.5)
+        let share2 = rule.update(reported: 3, ownConsuming: 1)
+        #expect(share2 == 0.5)
     }
 
     @Test func aZeroOrUnknownCountKeepsTheLastShare() {
         var rule = QuotaShare(ownLanes: 1)
         rule.update(reported: 4, ownConsuming: 1)
-        let got40 = rule.update(reported: 0, ownConsuming: 0)
-        #expect(got40 == 0.25, "broker restarting: every consumer gone for a moment")
-        let got42 = rule.update(reported: nil, ownConsuming: 1)
-        #expect(got42 == 0.25, "count failed")
+        let share1 = rule.update(reported: 0, ownConsuming: 0)
+        #expect(share1 == 0.25, "broker restarting: every consumer gone for a moment")
+        let share2 = rule.update(reported: nil, ownConsuming: 1)
+        #expect(share2 == 0.25, "count failed")
         #expect(rule.fleetConsumers == 4)
     }
 
     @Test func replicasComingAndGoingMoveTheShare() {
         var rule = QuotaShare(ownLanes: 1)
-        let got49 = rule.update(reported: 2, ownConsuming: 1)
-        #expect(got49 == 0.5)
-        let got51 = rule.update(reported: 4, ownConsuming: 1)
-        #expect(got51 == 0.25, "two replicas joined")
-        let got53 = rule.update(reported: 1, ownConsuming: 1)
-        #expect(got53 == 1, "all others left")
+        let share1 = rule.update(reported: 2, ownConsuming: 1)
+        #expect(share1 == 0.5)
+        let share2 = rule.update(reported: 4, ownConsuming: 1)
+        #expect(share2 == 0.25, "two replicas joined")
+        let share3 = rule.update(reported: 1, ownConsuming: 1)
+        #expect(share3 == 1, "all others left")
     }
 
     @Test func aCountLaggingBehindOurOwnLanesNeverGivesMoreThanTheWholeQuota() {
         var rule = QuotaShare(ownLanes: 3)
-        let got59 = rule.update(reported: 1, ownConsuming: 3)
-        #expect(got59 == 1)
+        let share1 = rule.update(reported: 1, ownConsuming: 3)
+        #expect(share1 == 1)
         #expect(rule.fleetConsumers == 3)
     }
 
@@ -84,34 +84,34 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct FleetPauseLedgerTests {
     @Test func aFirstPauseIsBroadcast() {
         var ledger = FleetPauseLedger()
-        let got86 = ledger.shouldBroadcast(project: "p", until: 10_000)
-        #expect(got86)
+        let announce1 = ledger.shouldBroadcast(project: "p", until: 10_000)
+        #expect(announce1)
         #expect(ledger.pausedUntil["p"] == 10_000)
     }
 
     @Test func aPauseNotEndingAtLeastASecondLaterIsNotBroadcastAgain() {
         var ledger = FleetPauseLedger(minimumExtensionMillis: 1_000)
-        let got93 = ledger.shouldBroadcast(project: "p", until: 10_000)
-        #expect(got93)
-        let got95 = ledger.shouldBroadcast(project: "p", until: 10_000)
-        #expect(!got95, "the same 429 burst")
-        let got97 = ledger.shouldBroadcast(project: "p", until: 9_000)
-        #expect(!got97, "shorter")
-        let got99 = ledger.shouldBroadcast(project: "p", until: 10_999)
-        #expect(!got99, "barely longer")
-        let got101 = ledger.shouldBroadcast(project: "p", until: 11_000)
-        #expect(got101, "extends by a second")
-        let got103 = ledger.shouldBroadcast(project: "other", until: 10_000)
-        #expect(got103, "another project")
+        let announce1 = ledger.shouldBroadcast(project: "p", until: 10_000)
+        #expect(announce1)
+        let announce2 = ledger.shouldBroadcast(project: "p", until: 10_000)
+        #expect(!announce2, "the same 429 burst")
+        let announce3 = ledger.shouldBroadcast(project: "p", until: 9_000)
+        #expect(!announce3, "shorter")
+        let announce4 = ledger.shouldBroadcast(project: "p", until: 10_999)
+        #expect(!announce4, "barely longer")
+        let announce5 = ledger.shouldBroadcast(project: "p", until: 11_000)
+        #expect(announce5, "extends by a second")
+        let announce6 = ledger.shouldBroadcast(project: "other", until: 10_000)
+        #expect(announce6, "another project")
     }
 
     @Test func aPauseHeardFromTheFleetSilencesTheSameLocalPause() {
         var ledger = FleetPauseLedger()
         ledger.received(project: "p", until: 20_000)
-        let got110 = ledger.shouldBroadcast(project: "p", until: 20_500)
-        #expect(!got110, "another replica already told everyone")
-        let got112 = ledger.shouldBroadcast(project: "p", until: 21_000)
-        #expect(got112)
+        let announce1 = ledger.shouldBroadcast(project: "p", until: 20_500)
+        #expect(!announce1, "another replica already told everyone")
+        let announce2 = ledger.shouldBroadcast(project: "p", until: 21_000)
+        #expect(announce2)
     }
 
     @Test func aPauseHeardNeverShortensTheKnownOne() {
@@ -127,8 +127,8 @@ import Testing
         ledger.received(project: "new", until: 9_000)
         ledger.prune(now: 5_000)
         #expect(ledger.pausedUntil == ["new": 9_000])
-        let got129 = ledger.shouldBroadcast(project: "old", until: 6_000)
-        #expect(got129, "a new pause after the old one ended")
+        let announce1 = ledger.shouldBroadcast(project: "old", until: 6_000)
+        #expect(announce1, "a new pause after the old one ended")
     }
 }
 
