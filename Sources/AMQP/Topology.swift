@@ -15,6 +15,9 @@
 /// - `push.events` fanout exchange → quorum queue `push.events`, dead-lettering through the
 ///   default exchange to quorum queue `push.events.dlq`.
 ///
+/// - `push.control` fanout exchange, no queue of its own: each worker binds an exclusive,
+///   server-named queue to it and hears the fleet's quota pauses there (`ControlChannel`).
+///
 /// Earlier versions bound `push.results` to the quorum queues `push.results` and
 /// `push.events.results` (`legacyResultsQueues`); `push-connector topology migrate-results`
 /// moves what they hold into the stream.
@@ -89,6 +92,8 @@ public struct Topology: Sendable, Equatable {
     public let eventsExchange: String
     public let eventsQueue: String
     public let eventsDeadLetterQueue: String
+    /// Fanout exchange of the workers' control messages (quota pauses).
+    public let controlExchange: String
     /// The quorum queues earlier versions bound `#` to `resultsExchange` (`<prefix>.results`,
     /// `<prefix>.events.results`); not declared, only looked for.
     public let legacyResultsQueues: [String]
@@ -117,6 +122,7 @@ public struct Topology: Sendable, Equatable {
         eventsExchange = "\(prefix).events"
         eventsQueue = "\(prefix).events"
         eventsDeadLetterQueue = "\(prefix).events.dlq"
+        controlExchange = "\(prefix).control"
         legacyResultsQueues = ["\(prefix).results", "\(prefix).events.results"]
         let retryExchange = self.retryExchange
         retryTiers = Set(retryDelaysSeconds.filter { $0 > 0 }).sorted().map { delay in
@@ -132,6 +138,7 @@ public struct Topology: Sendable, Equatable {
             Exchange(name: deadLetterExchange, type: "fanout"),
             Exchange(name: resultsExchange, type: "topic"),
             Exchange(name: eventsExchange, type: "fanout"),
+            Exchange(name: controlExchange, type: "fanout"),
         ]
         var queues = [
             Queue(name: jobsQueue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([

@@ -34,7 +34,8 @@ public enum EmulatorCommandLine {
       --goaway-every N          fault: GOAWAY an HTTP/2 connection after N requests
       --record N                accepted messages kept for GET /_emulator/messages (default 10000)
     Token prefixes unregistered invalid mismatch quota unavailable internal thirdparty answer that
-    FCM error; flaky<N>-… fails N times with 503; slow<MS>-… answers after MS ms.
+    FCM error; flaky<N>-… fails N times with 503; quota<N>-… fails N times with 429 (Retry-After:
+    --retry-after); slow<MS>-… answers after MS ms.
     """
 
     public static func parse(_ arguments: [String]) throws(UsageError) -> EmulatorCommand {

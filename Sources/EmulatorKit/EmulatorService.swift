@@ -70,13 +70,9 @@ final class EmulatorService: Sendable {
             switch fault {
             case .error(let kind): return fail(kind.error(retryAfter: configuration.retryAfterSeconds))
             case .flaky(let times):
-                let failed = flakyFailures.withLock { counts -> Bool in
-                    let n = counts[token, default: 0]
-                    guard n < times else { return false }
-                    counts[token] = n + 1
-                    return true
-                }
-                if failed { return fail(.unavailable(retryAfter: configuration.retryAfterSeconds)) }
+                if failsAgain(token, times: times) { return fail(.unavailable(retryAfter: configuration.retryAfterSeconds)) }
+            case .quotaTimes(let times):
+                if failsAgain(token, times: times) { return fail(.quotaExceeded(retryAfter: configuration.retryAfterSeconds)) }
             case .slow(let ms): slowMilliseconds = ms
             }
         }
@@ -98,6 +94,16 @@ final class EmulatorService: Sendable {
         store.record(RecordedMessage(project: project, name: name, token: token, topic: topic, condition: condition,
                                      messageJSON: String(decoding: valid.messageJSON, as: UTF8.self)))
         return .json(200, "{\"name\":\(JSONValue.quoted(name))}")
+    }
+
+    /// True for the first `times` sends of `token` (counted per token).
+    private func failsAgain(_ token: String, times: Int) -> Bool {
+        flakyFailures.withLock { counts -> Bool in
+            let n = counts[token, default: 0]
+            guard n < times else { return false }
+            counts[token] = n + 1
+            return true
+        }
     }
 
     private func takeQuota(project: String, limit: Int) -> Bool {

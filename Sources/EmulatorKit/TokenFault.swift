@@ -3,6 +3,9 @@ enum TokenFault: Equatable, Sendable {
     case error(InjectedError)
     /// Fail `times` times with 503, then succeed (counted per token).
     case flaky(times: Int)
+    /// Fail `times` times with 429 QUOTA_EXCEEDED (Retry-After: `--retry-after`), then succeed
+    /// (counted per token).
+    case quotaTimes(Int)
     /// Answer after `milliseconds`.
     case slow(milliseconds: Int)
 
@@ -10,6 +13,7 @@ enum TokenFault: Equatable, Sendable {
     static func parse(token: String) -> TokenFault? {
         if let n = numberedPrefix("flaky", in: token) { return .flaky(times: n) }
         if let n = numberedPrefix("slow", in: token) { return .slow(milliseconds: n) }
+        if let n = numberedPrefix("quota", in: token) { return .quotaTimes(n) }
         for kind in InjectedError.allCases where token.hasPrefix(kind.rawValue) { return .error(kind) }
         return nil
     }

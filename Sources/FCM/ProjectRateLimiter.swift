@@ -1,8 +1,13 @@
+import PushCore
 import Synchronization
 
 /// Per-Firebase-project send rate: a token bucket at the project's quota (FCM's default is
 /// 600 000 messages / minute / project) plus a project-wide pause when FCM answers 429, so a
 /// quota error slows the whole project rather than one message.
+///
+/// With several worker processes on one job queue, `setShare` scales every project's rate to
+/// this process's share of the fleet (`QuotaShare`), and `onQuotaPause` / `applyFleetPause`
+/// carry a 429's pause to the other processes (`FleetQuota` in the worker).
 public final class ProjectRateLimiter: Sendable {
     /// Tunables; the defaults follow FCM's documented quota and advice.
     public struct Configuration: Sendable {
@@ -46,6 +51,10 @@ public final class ProjectRateLimiter: Sendable {
     private let buckets = Mutex<[String: TokenBucket]>([:])
     /// Per-project sends per minute replacing `configuration.perMinute` (from the App ID file).
     private let limits = Mutex<[String: Int]>([:])
+    /// This process's fraction of every project's limit (1: alone).
+    private let share = Mutex<Double>(1)
+    /// Told about every pause a 429 caused here: the project and how long it pauses.
+    private let quotaPauseHandler = Mutex<(@Sendable (String, Duration) -> Void)?>(nil)
 
     /// `now` is injectable for tests; it defaults to the continuous clock.
     public init(configuration: Configuration = Configuration(),
@@ -72,15 +81,63 @@ public final class ProjectRateLimiter: Sendable {
         }
     }
 
-    /// The sends per minute allowed to `project`.
+    /// The sends per minute allowed to `project` (for the whole fleet).
     public func limit(project: String) -> Int { limits.withLock { $0[project] } ?? configuration.perMinute }
 
-    /// A full bucket at the project's rate; its burst is one second's worth (at most `burst`).
-    private func newBucket(_ project: String, now instant: ContinuousClock.Instant) -> TokenBucket {
-        let perMinute = limit(project: project)
+    /// The sends per minute this process allows itself for `project`: its share of `limit`.
+    public func effectiveLimit(project: String) -> Int {
+        QuotaShare.limit(limit(project: project), share: share.withLock { $0 })
+    }
+
+    /// This process's fraction of every project's limit, in (0, 1].
+    public var currentShare: Double { share.withLock { $0 } }
+
+    /// Sets this process's fraction of every project's limit (`QuotaShare`). Buckets take the
+    /// new rate at once, keeping their pause and no more tokens than the new burst.
+    public func setShare(_ fraction: Double) {
+        let fraction = min(1, max(fraction, 1e-6))
+        let changed = share.withLock { current in
+            defer { current = fraction }
+            return current != fraction
+        }
+        guard changed else { return }
+        let instant = now()
+        buckets.withLock { buckets in
+            for (project, bucket) in buckets {
+                let (perMinute, burst) = rate(project)
+                buckets[project] = bucket.rescaled(perMinute: perMinute, burst: burst, now: instant)
+            }
+        }
+    }
+
+    /// Calls `handler` (project, pause) each time a 429 pauses a project here, after the pause
+    /// is in force; pauses applied with `applyFleetPause` are not reported.
+    public func onQuotaPause(_ handler: (@Sendable (String, Duration) -> Void)?) {
+        quotaPauseHandler.withLock { $0 = handler }
+    }
+
+    /// Pauses `project` for `duration` because another process of the fleet got a 429 (never
+    /// shortens a pause; applying the same pause twice changes nothing).
+    public func applyFleetPause(project: String, for duration: Duration) {
+        guard duration > .zero else { return }
+        pause(project: project, for: duration, reason: .quota)
+    }
+
+    /// A project's rate here and its burst: one second's worth (at most `burst`).
+    private func rate(_ project: String) -> (perMinute: Int, burst: Int) {
+        let configured = limit(project: project)
+        let perMinute = QuotaShare.limit(configured, share: currentShare)
         let second = max(perMinute / 60, 1)
-        let burst = configuration.burst ?? second
-        return TokenBucket(perMinute: perMinute, burst: perMinute == configuration.perMinute ? burst : min(burst, second), now: instant)
+        guard configured == configuration.perMinute, let burst = configuration.burst else {
+            return (perMinute, min(configuration.burst ?? second, second))
+        }
+        return (perMinute, QuotaShare.limit(burst, share: currentShare))
+    }
+
+    /// A full bucket at the project's rate.
+    private func newBucket(_ project: String, now instant: ContinuousClock.Instant) -> TokenBucket {
+        let (perMinute, burst) = rate(project)
+        return TokenBucket(perMinute: perMinute, burst: burst, now: instant)
     }
 
     /// Pure step: reserves one send for `project` at the current instant.
@@ -112,7 +169,9 @@ public final class ProjectRateLimiter: Sendable {
 
     /// Records a 429 for `project`: pause it for max(Retry-After, minimumQuotaPause).
     public func recordQuotaExceeded(project: String, retryAfter: Duration?) {
-        pause(project: project, for: max(retryAfter ?? .zero, configuration.minimumQuotaPause), reason: .quota)
+        let duration = max(retryAfter ?? .zero, configuration.minimumQuotaPause)
+        pause(project: project, for: duration, reason: .quota)
+        quotaPauseHandler.withLock { $0 }?(project, duration)
     }
 
     /// Records an authentication or configuration failure for `project`: pause it for

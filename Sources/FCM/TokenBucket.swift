@@ -17,6 +17,17 @@ struct TokenBucket: Sendable {
         updatedAt = now
     }
 
+    /// The same bucket at another rate: its pause stays, and its tokens are kept up to the new
+    /// capacity (a rate change never hands out a fresh burst).
+    func rescaled(perMinute: Int, burst: Int, now: ContinuousClock.Instant) -> TokenBucket {
+        var copy = self
+        copy.refill(now: now)
+        var bucket = TokenBucket(perMinute: perMinute, burst: burst, now: now)
+        bucket.tokens = min(copy.tokens, bucket.capacity)
+        bucket.pausedUntil = copy.pausedUntil
+        return bucket
+    }
+
     /// The outcome of one reservation.
     enum Reservation: Sendable, Equatable {
         /// Go now.
@@ -31,8 +42,10 @@ struct TokenBucket: Sendable {
         refill(now: now)
         let pause = pausedUntil.map { $0 > now ? now.duration(to: $0) : .zero } ?? .zero
         if pause > maxWait { return .deferred(pause) }
+        // No token accrues during a pause: what waited for it leaves at the rate after it, not
+        // all at once when it ends.
         let debtWait: Duration = tokens >= 1 ? .zero : .seconds((1 - tokens) / tokensPerSecond)
-        let wait = max(pause, debtWait)
+        let wait = pause + debtWait
         if wait > maxWait { return .deferred(wait) }
         tokens -= 1
         return wait == .zero ? .granted : .grantedAfter(wait)
@@ -52,9 +65,12 @@ struct TokenBucket: Sendable {
 
     private mutating func refill(now: ContinuousClock.Instant) {
         guard now > updatedAt else { return }
-        let elapsed = updatedAt.duration(to: now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        tokens = min(capacity, tokens + seconds * tokensPerSecond)
+        let from = max(updatedAt, pausedUntil ?? updatedAt)
+        if now > from {
+            let elapsed = from.duration(to: now)
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            tokens = min(capacity, tokens + seconds * tokensPerSecond)
+        }
         updatedAt = now
     }
 }

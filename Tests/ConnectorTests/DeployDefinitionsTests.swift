@@ -98,6 +98,6 @@ import Testing
             #expect(e["durable"] == true && e["auto_delete"] == false && e["internal"] == false)
         }
         #expect(types == ["push.jobs": "direct", "push.retry": "direct", "push.dlx": "fanout", "push.results": "topic",
-                          "push.events": "fanout"])
+                          "push.events": "fanout", "push.control": "fanout"])
     }
 }

@@ -47,6 +47,20 @@ import Testing
         }
     }
 
+    @Test func quotaNTokenAnswers429WithRetryAfterNTimesThenSucceeds() throws {
+        try withEmulator({ $0.retryAfterSeconds = 6 }) { emulator throws in
+            let message = #"{"token":"quota1-device"}"#
+            let first = try send(emulator, message: message)
+            #expect(first.status == 429)
+            #expect(first.headers["retry-after"] == "6")
+            #expect(first.error["status"] as? String == "RESOURCE_EXHAUSTED")
+            #expect(try send(emulator, message: message).status == 200)
+            #expect(emulator.stats().count("QUOTA_EXCEEDED") == 1)
+            #expect(try send(emulator, message: #"{"token":"quota-device"}"#).status == 429, "without a number: always")
+            #expect(try send(emulator, message: #"{"token":"quota-device"}"#).status == 429)
+        }
+    }
+
     @Test func slowTokenAnswersAfterItsDelay() throws {
         try withEmulator { emulator throws in
             let start = ContinuousClock.now

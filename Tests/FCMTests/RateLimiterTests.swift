@@ -144,3 +144,74 @@ private final class Counters: Sendable {
         #expect(limiter.pauseRemaining(project: "p") == .seconds(120))
     }
 }
+
+/// The fleet side of the limiter: a share of the rate, pauses told and applied.
+@Suite(.timeLimit(.minutes(1))) struct FleetRateLimiterTests {
+    private func limiter(perMinute: Int, burst: Int, clock: ManualClock) -> ProjectRateLimiter {
+        var configuration = ProjectRateLimiter.Configuration()
+        configuration.perMinute = perMinute
+        configuration.burst = burst
+        configuration.minimumQuotaPause = .seconds(1)
+        return ProjectRateLimiter(configuration: configuration, now: { clock.now() })
+    }
+
+    @Test func aShareScalesTheRateAndTheBurst() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 180, burst: 3, clock: clock)  // 3/s, burst 3
+        limiter.setShare(1.0 / 3)  // 60/min: one per second, burst 1
+        #expect(limiter.effectiveLimit(project: "p") == 60)
+        #expect(limiter.limit(project: "p") == 180)
+        #expect(limiter.reserve(project: "p") == .granted)
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(1)))
+    }
+
+    @Test func aShareChangeRescalesLiveBucketsWithoutAFreshBurst() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 120, burst: 2, clock: clock)  // 2/s
+        #expect(limiter.reserve(project: "p") == .granted)
+        #expect(limiter.reserve(project: "p") == .granted)
+        limiter.setShare(0.5)  // 1/s, burst 1: the emptied bucket stays empty
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(1)))
+    }
+
+    @Test func aShareKeepsAnAppIDLimitScaledToo() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 600_000, burst: 10_000, clock: clock)
+        limiter.setLimits(["small": 600])
+        limiter.setShare(0.25)
+        #expect(limiter.effectiveLimit(project: "small") == 150)
+        #expect(limiter.effectiveLimit(project: "big") == 150_000)
+    }
+
+    @Test func sendsWaitingOutAPauseLeaveAtTheRateAfterItNotAllAtOnce() {
+        let clock = ManualClock()
+        var configuration = ProjectRateLimiter.Configuration()
+        configuration.perMinute = 60  // one a second
+        configuration.burst = 1
+        configuration.maxWait = .seconds(30)
+        configuration.minimumQuotaPause = .seconds(5)
+        let limiter = ProjectRateLimiter(configuration: configuration, now: { clock.now() })
+        #expect(limiter.reserve(project: "p") == .granted)
+        limiter.recordQuotaExceeded(project: "p", retryAfter: nil)
+        clock.advance(.seconds(2))
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(4)), "3 s of pause left + 1 s for a token")
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(5)))
+        #expect(limiter.reserve(project: "p") == .grantedAfter(.seconds(6)))
+    }
+
+    @Test func aLocalQuotaPauseIsToldOnceAndAFleetPauseIsNot() {
+        let clock = ManualClock()
+        let limiter = limiter(perMinute: 600, burst: 10, clock: clock)
+        let told = Mutex<[String]>([])
+        limiter.onQuotaPause { project, pause in told.withLock { $0.append("\(project) \(pause)") } }
+        limiter.recordQuotaExceeded(project: "p", retryAfter: .seconds(7))
+        #expect(told.withLock { $0 } == ["p 7.0 seconds"])
+        #expect(limiter.pauseRemaining(project: "p") == .seconds(7))
+        limiter.applyFleetPause(project: "q", for: .seconds(9))
+        #expect(told.withLock { $0 }.count == 1, "a pause heard from the fleet is not told again")
+        #expect(limiter.pauseRemaining(project: "q") == .seconds(9))
+        #expect(limiter.pausedProjects() == [.quota: 2])
+        limiter.applyFleetPause(project: "q", for: .seconds(2))
+        #expect(limiter.pauseRemaining(project: "q") == .seconds(9), "never shortened")
+    }
+}

@@ -33,6 +33,10 @@ public struct WorkerCommand: Command {
             .value("--shutdown-deadline", "S", "seconds to finish in-flight work on SIGTERM", default: "30", .integer(0...3600)),
             .value("--max-job-bytes", "N", "larger job bodies are dead-lettered unparsed as INVALID_JOB",
                    default: String(JobProcessor.defaultMaxJobBytes), .integer(1_024...(64 << 20))),
+            .value("--quota-refresh", "S", "count the job queue's consumers every S seconds and take this process's share of "
+                   + "each project's quota; a 429 pauses the project on every worker (0: alone, no sharing)", default: "5", .integer(0...3600)),
+            .value("--min-quota-pause", "S", "shortest pause of a project after a 429, whatever its Retry-After", default: "60",
+                   .integer(1...3600)),
             .value("--http", "HOST:PORT", "serve /healthz, /readyz and /metrics there (default: off)", .hostPort),
             CommonOptions.logLevel,
             CommonOptions.logFormat,
@@ -78,6 +82,12 @@ public struct WorkerCommand: Command {
         processor.sendWindow = SendWindow(capacity: plan.fcm.transport.maxInFlight)
         let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger, metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
+        let fleet = plan.quotaRefresh.map { interval in
+            var configuration = FleetQuota.Configuration(settings: plan.settings, topology: plan.topology, lanes: plan.worker.lanes)
+            configuration.refreshInterval = interval
+            return FleetQuota(configuration: configuration, rateLimiter: client.rateLimiter, status: worker.status,
+                              metrics: FleetQuotaMetrics(metrics), logger: logger)
+        }
         var server: MicroHTTPServer?
         if let address = plan.http {
             var http = MicroHTTPServer.Configuration()
@@ -102,7 +112,9 @@ public struct WorkerCommand: Command {
                                         "broker": plan.settings.redactedURL, "lanes": "\(plan.worker.lanes)",
                                         "http": server.map { "\(plan.http?.host ?? ""):\($0.port)" } ?? "off",
                                         "version": BuildInfo.version])
+        let fleetTask = fleet.map { fleet in Task { await fleet.run(until: shutdown) } }
         await worker.run(until: shutdown)
+        await fleetTask?.value
         await server?.stop()
         return 0
     }

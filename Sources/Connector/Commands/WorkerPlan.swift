@@ -22,6 +22,8 @@ struct WorkerPlan {
     /// How often the App ID file is polled for changes; nil: only SIGHUP reloads it.
     var configPoll: Duration?
     var declareTopology: Bool
+    /// `--quota-refresh`: how often the fleet's consumers are counted; nil: no quota sharing.
+    var quotaRefresh: Duration?
 
     init(_ a: ParsedArguments, _ context: CommandContext) throws {
         settings = try CommonOptions.brokerSettings(a, context, command: "worker")
@@ -46,6 +48,9 @@ struct WorkerPlan {
         let poll = a.integer("--config-poll")
         configPoll = poll > 0 ? .seconds(poll) : nil
         declareTopology = !a.has("--no-declare")
+        let refresh = a.integer("--quota-refresh")
+        quotaRefresh = refresh > 0 ? .seconds(refresh) : nil
+        fcm.rateLimit.minimumQuotaPause = .seconds(a.integer("--min-quota-pause"))
     }
 
     /// What `--check` prints: the options and their sources, the App IDs, what would run.
@@ -55,12 +60,16 @@ struct WorkerPlan {
         lines.append("App IDs (\(registry.apps.count)) from \(configPath):")
         for id in registry.appIDs {
             let app = registry[id]!
-            let rate = app.rateLimitPerMinute.map { "\($0)/min in this process" } ?? "FCM default quota"
+            let rate = app.rateLimitPerMinute.map { "\($0)/min" + (quotaRefresh == nil ? " in this process" : " shared by the fleet") }
+                ?? "FCM default quota" + (quotaRefresh == nil ? "" : ", shared by the fleet")
             lines.append("  \(id): project \(app.projectID), credentials \(app.credentialsFile) (key loads), rate \(rate)")
         }
         lines.append("would: \(declareTopology ? "declare" : "verify") the topology (prefix \(topology.prefix), retry tiers "
             + topology.retryTiers.map { "\($0.delaySeconds)s" }.joined(separator: ",") + ") on \(settings.redactedURL),")
         lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(worker.prefetch), send to \(fcm.baseURL),")
+        lines.append("  " + (quotaRefresh.map { "share each project's quota with the job queue's other consumers (counted every \($0.components.seconds)s), "
+            + "announce 429 pauses on \(topology.controlExchange)," } ?? "take each project's whole quota (--quota-refresh 0),")
+            + " pause a project at least \(fcm.rateLimit.minimumQuotaPause.components.seconds)s after a 429,")
         lines.append("  serve /healthz /readyz /metrics " + (http.map { "on \($0.host):\($0.port)" } ?? "nowhere (no --http)")
             + ", log \(logFormat.rawValue) at \(logLevel), reload on SIGHUP"
             + (configPoll.map { " and on a file change (polled every \($0.components.seconds)s)" } ?? ""))

@@ -19,6 +19,8 @@ public final class WorkerMetrics: FCMExchangeObserver {
     public let lanes: Gauge
     public let consumerReconnects: Counter
     public let publisherReconnects: Counter
+    /// Control channel (`FleetQuota`) reopened after a loss.
+    public let controlReconnects: Counter
     public let reloadsSucceeded: Counter
     public let reloadsFailed: Counter
     /// Outbound messages published and not yet confirmed by the broker.
@@ -45,6 +47,7 @@ public final class WorkerMetrics: FCMExchangeObserver {
         let reconnects = r.counter("push_connector_reconnects_total", "broker connections reopened after a loss", labels: ["connection"])
         consumerReconnects = reconnects.labels("consumer")
         publisherReconnects = reconnects.labels("publisher")
+        controlReconnects = reconnects.labels("control")
         let reloads = r.counter("push_connector_config_reloads_total", "App ID configuration reloads, by result", labels: ["result"])
         reloadsSucceeded = reloads.labels("ok")
         reloadsFailed = reloads.labels("error")

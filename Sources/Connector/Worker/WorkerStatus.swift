@@ -39,6 +39,9 @@ public final class WorkerStatus: Sendable {
     /// Lanes consuming whose publisher is connected right now.
     public var connectedLanes: Int { lanes.count { $0.1.consuming && $0.1.publisherConnected() } }
 
+    /// Lanes consuming right now (each is one consumer of the job queue).
+    public var consumingLanes: Int { lanes.count { $0.1.consuming } }
+
     /// nil when alive (`run` going, not shutting down), else why not.
     public var liveness: String? {
         state.withLock { s in
