@@ -1,8 +1,12 @@
-/// Reads a `Funnel` from the events database (read-only connection; safe alongside the writer
-/// thanks to WAL).
+/// Reads a `Funnel` from a SQLite events database (`PostgresFunnelQuery` is the same query on
+/// PostgreSQL).
 public enum FunnelQuery {
+    /// On a read-only connection of its own: safe alongside the writer thanks to WAL.
     public static func run(path: String, scope: FunnelScope) throws(SQLiteError) -> Funnel {
-        let database = try SQLiteDatabase(path: path, readOnly: true)
+        try run(SQLiteDatabase(path: path, readOnly: true), scope: scope)
+    }
+
+    static func run(_ database: SQLiteDatabase, scope: FunnelScope) throws(SQLiteError) -> Funnel {
         let filter: String
         let value: String?
         switch scope {
