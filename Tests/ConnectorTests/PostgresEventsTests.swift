@@ -52,8 +52,12 @@ import Testing
         }
     }
 
-    func startConsumer(_ f: PipelineFixture, db: String) throws -> Process {
+    func startConsumer(_ f: PipelineFixture, db: String, log: String? = nil) throws -> Process {
         let process = Process()
+        if let log {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: log)
+        }
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
         process.arguments = ["events", "--no-http", "--db", db, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
                              "--retry-tiers", "1", "--no-declare", "--batch-size", "100", "--batch-delay-ms", "5", "--log-level", "warn"]
@@ -100,7 +104,8 @@ import Testing
         let db = try await PostgresEventStoreTests.freshDatabase()
         let events = 8_000, sends = 4_000
         try await Self.publish(f, events: 0..<events / 2, sends: 0..<sends / 2)
-        let consumers = [try startConsumer(f, db: db), try startConsumer(f, db: db)]
+        let logs = [f.directory + "/events-a.log", f.directory + "/events-b.log"]
+        let consumers = [try startConsumer(f, db: db, log: logs[0]), try startConsumer(f, db: db, log: logs[1])]
         defer { for c in consumers where c.isRunning { kill(c.processIdentifier, SIGKILL) } }
         try await Self.publish(f, events: events / 2..<events, sends: sends / 2..<sends)
         try await eventually("everything stored") { let s = try Self.stored(db); return s.events >= events && s.sends >= sends }
@@ -113,6 +118,11 @@ import Testing
         #expect(s.events == events && s.sends == sends)
         #expect(s.offset == Int64(sends - 1))
         #expect(try f.messageCount(f.topology.eventsDeadLetterQueue) == 0)
+        // Rows both wrote at once were skipped, never a failed transaction (unique violation, deadlock).
+        for log in logs {
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            #expect(!text.contains("transaction failed"), "\(text.prefix(600))")
+        }
     }
 
     /// PostgreSQL halted mid-run: `/healthz` reports the database, nothing is acked or

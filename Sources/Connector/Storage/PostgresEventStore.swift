@@ -14,6 +14,7 @@ import PushCore
 /// reopened at the next call; the failed call throws (`EventStore.isTransient`).
 public final class PostgresEventStore: EventStoring, @unchecked Sendable {
     static let schema = """
+    SET LOCAL client_min_messages = warning;
     SELECT pg_advisory_xact_lock(7306185510451);
     CREATE TABLE IF NOT EXISTS sends(
       job_id TEXT COLLATE "C" NOT NULL, mn_message_id TEXT COLLATE "C" NOT NULL, app_id TEXT NOT NULL, campaign TEXT,
