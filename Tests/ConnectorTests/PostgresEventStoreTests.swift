@@ -164,3 +164,33 @@ enum FunnelInput {
         }
     }
 }
+
+/// `--db postgres://…` on the command line: accepted by `events --check` and `stats`, its
+/// password never printed.
+@Suite(.timeLimit(.minutes(1))) struct PostgresDatabaseOptionTests {
+    @Test func eventsCheckAcceptsAPostgresURLAndMasksItsPassword() async throws {
+        let (code, out, err) = await runCLI(["events", "--check", "--no-http", "--db", "postgres://push:hunter2@db.internal:5432/push"])
+        #expect(code == 0, "\(err)")
+        #expect(out.contains("postgres://push:***@db.internal:5432/push"), "\(out)")
+        #expect(!(out + err).contains("hunter2"))
+        let env = await runCLI(["events", "--check", "--no-http"], environment: ["PUSH_CONNECTOR_DB": "postgresql://push:hunter2@db/push"])
+        #expect(env.0 == 0 && env.1.contains("postgresql://push:***@db/push") && !(env.1 + env.2).contains("hunter2"), "\(env)")
+    }
+
+    @Test func aMalformedPostgresURLIsRefusedWithoutItsPassword() async throws {
+        let (code, out, err) = await runCLI(["events", "--check", "--no-http", "--db", "postgres://push:hunter2@db/push?nosuchoption=1"])
+        #expect(code == 2, "\(out) \(err)")
+        #expect(err.contains("not a valid PostgreSQL URL") && !(out + err).contains("hunter2"), "\(err)")
+    }
+
+    @Test func statsReadsTheFunnelFromAPostgresURL() async throws {
+        let url = try await PostgresEventStoreTests.freshDatabase()
+        try PostgresEventStore(url: url).store(FunnelInput.records())
+        let sqlite = try temporaryDirectory() + "/events.db"
+        try SQLiteEventStore(path: sqlite).store(FunnelInput.records())
+        let fromPostgres = await runCLI(["stats", "--db", url, "--json"])
+        let fromSQLite = await runCLI(["stats", "--db", sqlite, "--json"])
+        #expect(fromPostgres.0 == 0, "\(fromPostgres.2)")
+        #expect(fromPostgres.1 == fromSQLite.1 && fromPostgres.1.contains("\"recipients\":\(FunnelInput.recipients)"), "\(fromPostgres.1)")
+    }
+}

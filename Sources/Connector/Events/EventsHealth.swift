@@ -7,7 +7,7 @@ struct EventsHealth: Sendable {
     let publisher: EventPublisher?
     let consumer: EventsConsumer?
     let writer: BatchWriter?
-    let database: EventsDatabase?
+    let database: DatabaseProbe?
 
     /// nil when healthy, else the first problem found.
     func problem() async -> String? {

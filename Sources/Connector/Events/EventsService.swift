@@ -57,7 +57,7 @@ public final class EventsService: Sendable {
             let publisher = EventPublisher(settings: configuration.settings, exchange: configuration.topology.eventsExchange,
                                            connections: configuration.publisherConnections)
             self.publisher = publisher
-            let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, database: configuration.database)
+            let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, database: configuration.database.map { DatabaseProbe($0) })
             let handler = EventIngestion(publisher: publisher, metrics: metrics, knownApps: configuration.knownApps, keys: configuration.keys,
                                          health: { await health.problem() })
             server = try MicroHTTPServer(configuration: http, handler: handler)
