@@ -64,6 +64,21 @@ public enum EventStore {
         return rank(result) > rank(stored)
     }
 
+    /// The INSERT of send rows given as `values` (SQL value lists) with the latest-outcome
+    /// upsert, in the SQL SQLite and PostgreSQL share (`completed_at` compares as bytes).
+    static func insertSends(values: String) -> String {
+        """
+        INSERT INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at, replays)
+        VALUES \(values)
+        ON CONFLICT (job_id, mn_message_id) DO UPDATE SET
+          app_id = excluded.app_id, campaign = excluded.campaign, outcome = excluded.outcome,
+          error_code = excluded.error_code, attempts = excluded.attempts, completed_at = excluded.completed_at,
+          replays = excluded.replays
+        WHERE (excluded.replays, excluded.completed_at, excluded.outcome <> 'dead_lettered')
+            > (sends.replays, sends.completed_at, sends.outcome <> 'dead_lettered')
+        """
+    }
+
     /// True when a transaction failed because the database is unreachable or asked for a retry
     /// (connection lost, deadlock, serialization failure): the same batch is worth writing again
     /// once it answers, and the records are not at fault.

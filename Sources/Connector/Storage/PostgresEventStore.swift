@@ -107,7 +107,7 @@ public final class PostgresEventStore: EventStoring, @unchecked Sendable {
         return try withDatabase { db in
             try db.transaction {
                 var summary = EventStore.WriteSummary()
-                summary.sendsInserted = try Self.insert(sendRows, into: db, integerColumns: [7, 9], statement: Self.insertSends)
+                summary.sendsInserted = try Self.insert(sendRows, into: db, integerColumns: [7, 9], statement: { EventStore.insertSends(values: $0) })
                 summary.eventsInserted = try Self.insert(eventRows, into: db, integerColumns: [], statement: Self.insertEvents)
                 summary.duplicates = records.count - summary.inserted
                 for position in positions.sorted(by: { ($0.consumer, $0.stream) < ($1.consumer, $1.stream) }) {
@@ -120,20 +120,6 @@ public final class PostgresEventStore: EventStoring, @unchecked Sendable {
                 return summary
             }
         }
-    }
-
-    /// The INSERT of the value lists `values`, with its conflict clause.
-    private static func insertSends(_ values: String) -> String {
-        """
-        INSERT INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at, replays)
-        VALUES \(values)
-        ON CONFLICT (job_id, mn_message_id) DO UPDATE SET
-          app_id = excluded.app_id, campaign = excluded.campaign, outcome = excluded.outcome,
-          error_code = excluded.error_code, attempts = excluded.attempts, completed_at = excluded.completed_at,
-          replays = excluded.replays
-        WHERE (excluded.replays, excluded.completed_at, excluded.outcome <> 'dead_lettered')
-            > (sends.replays, sends.completed_at, sends.outcome <> 'dead_lettered')
-        """
     }
 
     private static func insertEvents(_ values: String) -> String {

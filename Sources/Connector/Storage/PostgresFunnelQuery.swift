@@ -32,15 +32,7 @@ enum PostgresFunnelQuery {
             WHERE mn_message_id IN (SELECT mn_message_id FROM sends WHERE \(filter)) GROUP BY event_type
             """, parameters)
         for row in 0..<events.count {
-            let distinct = int(events, row, 1)
-            funnel.events += int(events, row, 2)
-            switch events.text(row, 0) {
-            case "receive": funnel.received = distinct
-            case "open": funnel.opened = distinct
-            case "click": funnel.clicked = distinct
-            case "dismiss": funnel.dismissed = distinct
-            default: break
-            }
+            funnel.add(eventType: events.text(row, 0), distinct: int(events, row, 1), rows: int(events, row, 2))
         }
         if scope == .all {
             let unlinked = try database.execute(

@@ -36,16 +36,7 @@ public final class SQLiteEventStore: EventStoring, @unchecked Sendable {
         try database.execute(Self.schema)
         try Self.addReplaysColumn(database)
         // `completed_at` is RFC 3339 UTC with whole seconds: text order is time order.
-        insertSend = try database.prepare("""
-            INSERT INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at, replays)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-            ON CONFLICT (job_id, mn_message_id) DO UPDATE SET
-              app_id = excluded.app_id, campaign = excluded.campaign, outcome = excluded.outcome,
-              error_code = excluded.error_code, attempts = excluded.attempts, completed_at = excluded.completed_at,
-              replays = excluded.replays
-            WHERE (excluded.replays, excluded.completed_at, excluded.outcome <> 'dead_lettered')
-                > (sends.replays, sends.completed_at, sends.outcome <> 'dead_lettered')
-            """)
+        insertSend = try database.prepare(EventStore.insertSends(values: "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"))
         insertEvent = try database.prepare("""
             INSERT OR IGNORE INTO events(event_key, mn_message_id, event_type, app_id, occurred_at, event_id, stored_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
