@@ -9,6 +9,8 @@
 #        PUSH_TEST_POSTGRES_URL=postgres://pc@127.0.0.1:PORT/push  PUSH_TEST_POSTGRES_DIR=DIR
 #        With --owner-pid, a watchdog stops the server when PID exits.
 #   scripts/test-postgres.sh stop [--dir DIR]    Stops the server and removes its folder.
+#   scripts/test-postgres.sh halt [--dir DIR]    Stops the server at once (as a crash), keeping
+#        its folder; `resume` starts it again on the same port (outage tests).
 #   scripts/test-postgres.sh url  [--dir DIR]    Prints the URL of a running server.
 #
 # DIR defaults to $PUSH_TEST_POSTGRES_DIR or /tmp/pc-test-postgres. Durability is traded for
@@ -40,6 +42,14 @@ as_postgres() { # runs a command line as the postgres user (or as is, when alrea
     if [ "$(id -un)" = postgres ]; then sh -c "$1"; else su postgres -s /bin/sh -c "$1"; fi
 }
 
+serve() { # $1 = bin dir, $2 = port: starts the server of $dir in the background
+    # Closes descriptors 3-9 for the server, as test-broker.sh does: a daemon must not hold a
+    # caller's lock or pipe.
+    as_postgres "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; '$1/pg_ctl' -D '$dir/data' -l '$dir/server.log' -w -t 60 \
+            -o \"-p $2 -k '$dir/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off\" start" \
+            >"$dir/pg_ctl.log" 2>&1
+}
+
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
@@ -55,11 +65,7 @@ start)
     if ! as_postgres "'$bin/initdb' -D '$dir/data' -U pc -A trust --no-sync -E UTF8 --locale=C.UTF-8" >"$dir/initdb.log" 2>&1; then
         echo "test-postgres: initdb failed:" >&2; cat "$dir/initdb.log" >&2; exit 1
     fi
-    # Closes descriptors 3-9 for the server, as test-broker.sh does: a daemon must not hold a
-    # caller's lock or pipe.
-    if ! as_postgres "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; '$bin/pg_ctl' -D '$dir/data' -l '$dir/server.log' -w -t 60 \
-            -o \"-p $port -k '$dir/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off\" start" \
-            >"$dir/pg_ctl.log" 2>&1; then
+    if ! serve "$bin" "$port"; then
         echo "test-postgres: the server did not start:" >&2; cat "$dir/pg_ctl.log" "$dir/server.log" >&2 2>/dev/null; exit 1
     fi
     if ! as_postgres "'$bin/createdb' -h 127.0.0.1 -p $port -U pc push" >"$dir/createdb.log" 2>&1; then
@@ -81,9 +87,19 @@ stop)
     fi
     rm -rf "$dir"
     ;;
+halt)
+    as_postgres "'$(bindir)/pg_ctl' -D '$dir/data' -m immediate -w -t 30 stop" >/dev/null
+    ;;
+resume)
+    [ -f "$dir/env" ] || { echo "test-postgres: no server in $dir" >&2; exit 1; }
+    port=$(sed -n 's/^PUSH_TEST_POSTGRES_URL=.*:\([0-9]*\)\/.*/\1/p' "$dir/env")
+    if ! serve "$(bindir)" "$port"; then
+        echo "test-postgres: the server did not start again:" >&2; cat "$dir/pg_ctl.log" >&2; exit 1
+    fi
+    ;;
 url)
     [ -f "$dir/env" ] || { echo "test-postgres: no server in $dir" >&2; exit 1; }
     sed -n 's/^PUSH_TEST_POSTGRES_URL=//p' "$dir/env"
     ;;
-*) echo "usage: $0 start|stop|url [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
+*) echo "usage: $0 start|stop|halt|resume|url [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
 esac

@@ -54,7 +54,7 @@ final class RunningEvents: Sendable {
             configureHTTP(&h)
             c.http = h
         }
-        c.databasePath = database
+        c.database = database.map(EventsDatabase.init)
         c.keys = keys
         c.knownApps = knownApps
         c.batchDelay = .milliseconds(10)

@@ -17,7 +17,7 @@ import Testing
 
     @Test func theSameEventTwiceCountsOnceAcrossTransactions() throws {
         let path = try temporaryDirectory() + "/events.db"
-        let store = try EventStore(path: path)
+        let store = try SQLiteEventStore(path: path)
         let click = Self.event(.click, "mnid2m.1.1.1.1.1", at: 1_800_000_100)
         let first = try store.store([.send(Self.result("j", "mnid2m.1.1.1.1.1", .sent)), .event(click), .event(click)])
         #expect(first == EventStore.WriteSummary(eventsInserted: 1, sendsInserted: 1, duplicates: 1))
@@ -35,7 +35,7 @@ import Testing
         #expect(EventStore.key(of: Self.event(.open, id)) != EventStore.key(of: Self.event(.click, id)))
         // Two opens of one message at different times are two events but one opened message.
         let path = try temporaryDirectory() + "/events.db"
-        let store = try EventStore(path: path)
+        let store = try SQLiteEventStore(path: path)
         try store.store([.send(Self.result("j", id, .sent)), .event(Self.event(.open, id, at: 1)), .event(Self.event(.open, id, at: 2))])
         let funnel = try FunnelQuery.run(path: path, scope: .all)
         #expect(funnel.opened == 1 && funnel.events == 2)
@@ -43,7 +43,7 @@ import Testing
 
     @Test func anEventStoredBeforeItsSendIsLinkedWhenTheSendArrives() throws {
         let path = try temporaryDirectory() + "/events.db"
-        let store = try EventStore(path: path)
+        let store = try SQLiteEventStore(path: path)
         try store.store([.event(Self.event(.receive, "mnid2m.3.3.3.3.3", at: 5))])
         var funnel = try FunnelQuery.run(path: path, scope: .all)
         #expect(funnel.received == 0 && funnel.unlinkedEvents == 1)
@@ -55,7 +55,7 @@ import Testing
 
     @Test func funnelCountsOutcomesAndRatesPerScope() throws {
         let path = try temporaryDirectory() + "/events.db"
-        let store = try EventStore(path: path)
+        let store = try SQLiteEventStore(path: path)
         try store.store([
             .send(Self.result("a", "mnid2m.1.0.0.0.1", .sent)), .send(Self.result("a", "mnid2m.1.0.0.0.2", .sent)),
             .send(Self.result("a", "mnid2m.1.0.0.0.3", .invalidToken)), .send(Self.result("a", "mnid2m.1.0.0.0.4", .rejected)),
@@ -79,7 +79,7 @@ import Testing
     /// results arrive in; a stale or duplicate result changes nothing.
     @Test func eachRecipientCountsOnceUnderItsLatestOutcome() throws {
         let path = try temporaryDirectory() + "/events.db"
-        let store = try EventStore(path: path)
+        let store = try SQLiteEventStore(path: path)
         let t = 1_800_000_000.0
         // Dead-lettered first, then the replay (one more replay, later) sent it.
         try store.store([.send(Self.result("j", "mnid2m.9.0.0.0.1", .deadLettered, at: t))])
@@ -109,7 +109,7 @@ import Testing
               PRIMARY KEY (job_id, mn_message_id)) WITHOUT ROWID;
             INSERT INTO sends VALUES ('j', 'mnid2m.8.0.0.0.1', 'shop-android', NULL, 'sent', NULL, 1, '2027-01-15T08:00:00Z');
             """)
-        let store = try EventStore(path: path)
+        let store = try SQLiteEventStore(path: path)
         try store.store([.send(Self.result("j", "mnid2m.8.0.0.0.2", .deadLettered)),
                          .send(Self.result("j", "mnid2m.8.0.0.0.2", .sent, at: 1_800_000_100, replays: 1))])
         let funnel = try FunnelQuery.run(path: path, scope: .job("j"))
@@ -140,7 +140,7 @@ import Testing
         #expect(await runCLI(["stats"]).0 == 2)
         #expect(await runCLI(["stats", "--db", "/nonexistent/events.db"]).0 == 2)
         let path = try temporaryDirectory() + "/events.db"
-        _ = try EventStore(path: path)
+        _ = try SQLiteEventStore(path: path)
         let (code, _, err) = await runCLI(["stats", "--db", path, "--job-id", "j", "--campaign", "c"])
         #expect(code == 2 && err.contains("at most one"))
         #expect(await runCLI(["stats", "--db", path]).0 == 0)

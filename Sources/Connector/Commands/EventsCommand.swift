@@ -2,20 +2,25 @@ import AMQP
 import Foundation
 import PushCore
 
-/// `push-connector events`: the event ingestion endpoint and the events consumer into SQLite.
+/// `push-connector events`: the event ingestion endpoint and the events consumer into SQLite or
+/// PostgreSQL.
 public struct EventsCommand: Command {
     public static let spec = CommandSpec(
-        name: "events", synopsis: "--http HOST:PORT --db FILE [--config APPS.json] [options]",
+        name: "events", synopsis: "--http HOST:PORT --db FILE|URL [--config APPS.json] [options]",
         about: """
         Serves POST /event, POST /events ({"events":[...]}, at most 500), GET /healthz, /readyz and /metrics;
         every accepted event is published to <prefix>.events and confirmed before the 202. Consumes
         <prefix>.events (acks after COMMIT) and reads the stream <prefix>.results.stream (its offset
-        stored in the same transaction, resumed from after a restart) into the SQLite database FILE
-        (WAL, batched transactions), idempotently. Read it with `push-connector stats`.
+        stored in the same transaction per consumer group, resumed from after a restart) into the SQLite
+        database FILE (WAL) or the PostgreSQL database at URL (postgres://…; several consumers may share
+        it), in batched transactions, idempotently. Read it with `push-connector stats`.
         """,
         options: CommonOptions.brokerOptions + CommonOptions.resultsRetentionOptions + [
             .value("--http", "HOST:PORT", "where to listen (IPv4), e.g. 0.0.0.0:8080", .hostPort),
-            .value("--db", "FILE", "SQLite database to store sends and events in", .nonEmpty),
+            .value("--db", "FILE|URL", "SQLite file, or postgres://user:password@host:port/database, to store sends and events in",
+                   .nonEmpty, secret: true),
+            .value("--consumer-group", "NAME", "the name the results-stream offset is stored under; consumers sharing a\n"
+                + "database in one group each read the whole stream and store it once", default: "events", .nonEmpty),
             .value("--config", "FILE", "App ID file: events naming another app_id are refused (400 UNKNOWN_APP)", .nonEmpty),
             .value("--event-keys", "FILE", "{\"keys\": {\"<app_id>\": \"<key of 16+ bytes>\"}}: events must name an app_id\n"
                 + "and carry its key in the X-Push-Event-Key header (else 401)", .nonEmpty),
@@ -65,7 +70,8 @@ public struct EventsCommand: Command {
             http.requestDeadline = .seconds(a.integer("--request-deadline-s"))
             configuration.http = http
         }
-        if !a.has("--no-consume") { configuration.databasePath = try a.required("--db", in: "events") }
+        if !a.has("--no-consume") { configuration.database = EventsDatabase(try a.required("--db", in: "events")) }
+        configuration.consumerGroup = try a.required("--consumer-group", in: "events")
         if let path = a.value("--config") { configuration.knownApps = Set(try AppConfigurationFile.load(path).appIDs) }
         if let path = a.value("--event-keys") { configuration.keys = try EventKeys.load(path) }
         configuration.publisherConnections = a.integer("--publishers")
@@ -103,7 +109,7 @@ public struct EventsCommand: Command {
     private func check(_ c: EventsService.Configuration, _ context: CommandContext) throws(CommandFailure) {
         let problems = [
             CheckReport.caFileProblem(c.settings.tls?.caFile, option: "--amqp-ca-file", command: "events"),
-            c.databasePath.flatMap { CheckReport.writableDirectoryProblem(forFile: $0, option: "--db", command: "events") },
+            c.database.flatMap { $0.configurationProblem(option: "--db", command: "events") },
         ].compactMap { $0 }
         guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
         var lines = ["events: configuration OK (checked without connecting to anything)", "options:"]
@@ -111,7 +117,7 @@ public struct EventsCommand: Command {
         lines.append("would: \(arguments.has("--no-declare") ? "not declare" : "declare") the topology (prefix \(c.topology.prefix)) "
             + "on \(c.settings.redactedURL),")
         lines.append("  " + (c.http.map { "serve POST /event(s), /healthz, /readyz, /metrics on \($0.host):\($0.port)" } ?? "serve no HTTP")
-            + ", " + (c.databasePath.map { "store \(c.topology.eventsQueue) and \(c.topology.resultsStream) into \($0)" }
+            + ", " + (c.database.map { "store \(c.topology.eventsQueue) and \(c.topology.resultsStream) into \($0) (group \(c.consumerGroup))" }
                       ?? "consume nothing")
             + (c.knownApps.map { ", accept App IDs \($0.sorted().joined(separator: ","))" } ?? "")
             + (c.keys == nil ? "" : ", require event keys"))

@@ -4,7 +4,7 @@ import PushCore
 /// `push-connector stats`: the funnel of a job, a campaign, an App ID, or everything.
 public struct StatsCommand: Command {
     public static let spec = CommandSpec(
-        name: "stats", synopsis: "--db FILE [--job-id J | --campaign C | --app-id A] [--json]",
+        name: "stats", synopsis: "--db FILE|URL [--job-id J | --campaign C | --app-id A] [--json]",
         about: """
         Prints the funnel from the events database: recipients (results stored), sent, validated,
         invalid tokens, rejected, expired, dead-lettered, then received, opened, clicked, dismissed
@@ -13,19 +13,20 @@ public struct StatsCommand: Command {
         counts as sent.
         """,
         options: [
-            .value("--db", "FILE", "the database written by `push-connector events`", .nonEmpty),
+            .value("--db", "FILE|URL", "the database written by `push-connector events` (SQLite file or postgres:// URL)",
+                   .nonEmpty, secret: true),
             .value("--job-id", "J", "only the sends of job J", setting: false),
             .value("--campaign", "C", "only the sends of campaign C", setting: false),
             .value("--app-id", "A", "only the sends of App ID A", setting: false),
             .flag("--json", "one JSON object instead of text", setting: false),
         ])
 
-    let database: String
+    let database: EventsDatabase
     let scope: FunnelScope
     let json: Bool
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
-        database = try arguments.required("--db", in: "stats")
+        database = EventsDatabase(try arguments.required("--db", in: "stats"))
         var scopes: [FunnelScope] = []
         if let j = arguments.value("--job-id") { scopes.append(.job(j)) }
         if let c = arguments.value("--campaign") { scopes.append(.campaign(c)) }
@@ -36,12 +37,12 @@ public struct StatsCommand: Command {
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
-        guard FileManager.default.fileExists(atPath: database) else {
-            throw CommandFailure("stats: \(database): no such database", exitCode: 2)
+        if case .sqlite(let path) = database, !FileManager.default.fileExists(atPath: path) {
+            throw CommandFailure("stats: \(path): no such database", exitCode: 2)
         }
         let funnel: Funnel
         do {
-            funnel = try FunnelQuery.run(path: database, scope: scope)
+            funnel = try database.funnel(scope)
         } catch {
             throw CommandFailure("stats: \(error)")
         }

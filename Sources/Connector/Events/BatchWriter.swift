@@ -2,10 +2,13 @@ import Foundation
 import Synchronization
 import PushCore
 
-/// Writes records to the `EventStore` on a thread of its own, in batched transactions: it
+/// Writes records to an events store (`EventStoring`) on a thread of its own, in batched transactions: it
 /// takes what has queued up — at most `maxBatch`, waiting at most `maxDelay` after the first
 /// record for more — commits, and only then settles each record (acks its delivery). A failed
-/// transaction settles the batch as failed (the deliveries are requeued).
+/// transaction settles the batch as failed (the deliveries are requeued), except when the
+/// database is unreachable or asked for a retry (`EventStore.isTransient`: PostgreSQL down,
+/// deadlock): the writer then writes the same batch again, with backoff, until it commits or the
+/// writer stops — nothing is acked, dead-lettered or skipped while the database is away.
 ///
 /// A record read from a stream carries its position: the transaction stores the last position
 /// of each consumer with the records. After a failed transaction holding positions of a stream
@@ -32,7 +35,7 @@ public final class BatchWriter: @unchecked Sendable {
         }
     }
 
-    private let store: EventStore
+    private let store: any EventStoring
     /// Transactions failed in a row (touched only by the writer thread): drives the backoff.
     private var consecutiveFailures = 0
     /// The latest transaction failed (for `/healthz`).
@@ -50,7 +53,7 @@ public final class BatchWriter: @unchecked Sendable {
     private var stopping = false
     private var finished = false
 
-    public init(store: EventStore, metrics: EventMetrics, logger: Logger, maxBatch: Int = 500, maxDelay: Duration = .milliseconds(50)) {
+    public init(store: any EventStoring, metrics: EventMetrics, logger: Logger, maxBatch: Int = 500, maxDelay: Duration = .milliseconds(50)) {
         self.store = store
         self.metrics = metrics
         self.logger = logger
@@ -123,26 +126,45 @@ public final class BatchWriter: @unchecked Sendable {
         guard !batch.isEmpty else { return }
         var positions: [String: EventStore.StreamPosition] = [:]
         for p in batch { if let position = p.position { positions[position.consumer + "\u{0}" + position.stream] = position } }
-        do {
-            let summary = try store.store(batch.compactMap(\.record), positions: positions.values.sorted { $0.consumer < $1.consumer })
-            metrics.transactions.increment()
-            metrics.duplicates.increment(by: summary.duplicates)
-            metrics.eventsStored.increment(by: summary.eventsInserted)
-            metrics.sendsStored.increment(by: summary.sendsInserted)
-            for p in batch { p.settle(true) }
-            consecutiveFailures = 0
-            lastTransactionFailed.store(false, ordering: .relaxed)
-        } catch {
-            metrics.storeFailures.increment()
-            lastTransactionFailed.store(true, ordering: .relaxed)
-            logger.error("transaction failed; deliveries requeued", ["error": "\(error)", "records": "\(batch.count)"])
-            for p in batch {
-                if let position = p.position { failedGeneration[position.consumer] = max(failedGeneration[position.consumer] ?? p.generation, p.generation) }
-                p.settle(false)
+        let records = batch.compactMap(\.record)
+        let sortedPositions = positions.values.sorted { $0.consumer < $1.consumer }
+        while true {
+            do {
+                let summary = try store.store(records, positions: sortedPositions)
+                metrics.transactions.increment()
+                metrics.duplicates.increment(by: summary.duplicates)
+                metrics.eventsStored.increment(by: summary.eventsInserted)
+                metrics.sendsStored.increment(by: summary.sendsInserted)
+                for p in batch { p.settle(true) }
+                consecutiveFailures = 0
+                lastTransactionFailed.store(false, ordering: .relaxed)
+                return
+            } catch {
+                metrics.storeFailures.increment()
+                lastTransactionFailed.store(true, ordering: .relaxed)
+                // A store that keeps failing (disk full, database down) must not spin.
+                consecutiveFailures += 1
+                let backoff = min(5.0, 0.05 * Double(1 << min(consecutiveFailures, 7)))
+                if EventStore.isTransient(error) && !isStopping {
+                    logger.error("transaction failed; writing the batch again", ["error": "\(error)", "records": "\(batch.count)",
+                                                                                 "in": "\(backoff)s"])
+                    Thread.sleep(forTimeInterval: backoff)
+                    continue
+                }
+                logger.error("transaction failed; deliveries requeued", ["error": "\(error)", "records": "\(batch.count)"])
+                for p in batch {
+                    if let position = p.position { failedGeneration[position.consumer] = max(failedGeneration[position.consumer] ?? p.generation, p.generation) }
+                    p.settle(false)
+                }
+                Thread.sleep(forTimeInterval: backoff)
+                return
             }
-            // A store that keeps failing (disk full, locked file) must not spin on redeliveries.
-            consecutiveFailures += 1
-            Thread.sleep(forTimeInterval: min(5.0, 0.05 * Double(1 << min(consecutiveFailures, 7))))
         }
+    }
+
+    private var isStopping: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return stopping
     }
 }

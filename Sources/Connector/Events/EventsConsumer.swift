@@ -16,8 +16,10 @@ import Synchronization
 /// `push-error-code` `STORE_FAILED`, then acked. When even that copy cannot be published,
 /// consuming stops and the connection is reopened: the broker returns the unacked delivery then.
 ///
-/// Results stream: read from the offset after the one stored in SQLite (`first` on the first
-/// start); each record is written with its offset in one transaction (`EventStore`). A failed
+/// Results stream: read from the offset after the one stored for the consumer group (`first` on
+/// the first start); each record is written with its offset in one transaction (`EventStore`).
+/// Several consumers of one group each read the whole stream (rows are idempotent; the stored
+/// offset only moves forward), so one of them may die without a gap. A failed
 /// transaction, or an unparseable result that cannot be copied to the DLQ, ends the stream
 /// consumer; it starts again (with backoff) from the stored offset, so nothing is skipped. The
 /// stream's acks only return the credit of `prefetch`.
@@ -32,14 +34,14 @@ public final class EventsConsumer: Sendable {
         /// Failed transactions a record may go through before it is dead-lettered (`STORE_FAILED`).
         public var maxStoreAttempts = 5
         /// The database the writer stores into: where the stream offset is read at each start.
-        public var databasePath: String
-        /// The name the stream offset is stored under.
-        public var streamConsumerName = "events"
+        public var database: EventsDatabase
+        /// The consumer group the stream offset is stored under (`--consumer-group`).
+        public var consumerGroup = "events"
 
-        public init(settings: AMQPSettings, topology: Topology, databasePath: String) {
+        public init(settings: AMQPSettings, topology: Topology, database: EventsDatabase) {
             self.settings = settings
             self.topology = topology
-            self.databasePath = databasePath
+            self.database = database
         }
     }
 
@@ -75,7 +77,7 @@ public final class EventsConsumer: Sendable {
                 if shutdown.isTriggered { break }
                 failures += 1
                 let backoff = configuration.reconnectBackoff.delay(afterFailures: failures)
-                logger.warning("events consumer lost its broker, reconnecting", ["error": "\(error)", "in": "\(backoff)"])
+                logger.warning("events consumer lost its broker or database, reconnecting", ["error": "\(error)", "in": "\(backoff)"])
                 await shutdown.sleep(for: backoff)
             }
         }
@@ -87,8 +89,8 @@ public final class EventsConsumer: Sendable {
         var started: [AMQPConsumer] = []
         let from: StreamOffset
         do {
-            let stored = try EventStore.storedOffset(path: configuration.databasePath, consumer: configuration.streamConsumerName,
-                                                     stream: t.resultsStream)
+            // A connection of its own: the writer's belongs to its thread.
+            let stored = try configuration.database.open().storedOffset(consumer: configuration.consumerGroup, stream: t.resultsStream)
             from = stored.map { .offset($0 + 1) } ?? .first
             started.append(try await AMQPConsumer.start(settings: configuration.settings, queue: t.eventsQueue, prefetch: configuration.prefetch))
             started.append(try await AMQPConsumer.start(settings: configuration.settings, queue: t.resultsStream,
@@ -101,6 +103,7 @@ public final class EventsConsumer: Sendable {
         let consumers = started
         let generation = generations.add(1, ordering: .relaxed).newValue
         logger.info("consuming", ["events": t.eventsQueue, "results": t.resultsStream, "from": "\(from)",
+                                  "group": configuration.consumerGroup, "database": configuration.database.description,
                                   "broker": configuration.settings.redactedURL])
         isConsuming.store(true, ordering: .relaxed)
         defer { isConsuming.store(false, ordering: .relaxed) }
@@ -140,7 +143,7 @@ public final class EventsConsumer: Sendable {
                 guard let offset = delivery.streamOffset else {
                     throw StreamRestart(description: "\(stream) delivered a message without x-stream-offset: is it a stream?")
                 }
-                let position = EventStore.StreamPosition(consumer: configuration.streamConsumerName, stream: stream, offset: offset)
+                let position = EventStore.StreamPosition(consumer: configuration.consumerGroup, stream: stream, offset: offset)
                 var record: EventStore.Record?
                 switch Self.record(from: delivery.body, isEvents: false) {
                 case .record(let r): record = r

@@ -7,7 +7,7 @@ struct EventsHealth: Sendable {
     let publisher: EventPublisher?
     let consumer: EventsConsumer?
     let writer: BatchWriter?
-    let databasePath: String?
+    let database: DatabaseProbe?
 
     /// nil when healthy, else the first problem found.
     func problem() async -> String? {
@@ -15,21 +15,10 @@ struct EventsHealth: Sendable {
             return "broker: the events consumer is not consuming (broker unreachable or reconnecting)"
         }
         if let publisher, await !publisher.brokerReachable() { return "broker: unreachable" }
-        if let databasePath {
-            if let problem = Self.databaseProblem(databasePath) { return "database: \(problem)" }
+        if let database {
+            if let problem = database.problem() { return "database: \(problem)" }
             if writer?.lastTransactionFailed.load(ordering: .relaxed) == true { return "database: the latest transaction failed" }
         }
         return nil
-    }
-
-    /// Opens the database read-only (the file must still be there) and reads its schema.
-    static func databaseProblem(_ path: String) -> String? {
-        do {
-            let database = try SQLiteDatabase(path: path, readOnly: true)
-            try database.execute("SELECT count(*) FROM sqlite_master")
-            return nil
-        } catch {
-            return "\(error)"
-        }
     }
 }

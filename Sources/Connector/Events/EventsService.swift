@@ -3,7 +3,7 @@ import Foundation
 import PushCore
 
 /// `push-connector events` as a library: the ingestion endpoint (optional) and the consumer
-/// into SQLite (optional), sharing one set of metrics.
+/// into SQLite or PostgreSQL (optional), sharing one set of metrics.
 public final class EventsService: Sendable {
     /// What to run and how.
     public struct Configuration: Sendable {
@@ -12,7 +12,9 @@ public final class EventsService: Sendable {
         /// nil: no HTTP endpoint (`--no-http`).
         public var http: MicroHTTPServer.Configuration?
         /// nil: no consumer (`--no-consume`).
-        public var databasePath: String?
+        public var database: EventsDatabase?
+        /// The consumer group stream offsets are stored under.
+        public var consumerGroup = "events"
         public var knownApps: Set<String>?
         public var keys: EventKeys?
         public var publisherConnections = 2
@@ -38,11 +40,12 @@ public final class EventsService: Sendable {
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        if let path = configuration.databasePath {
-            let writer = BatchWriter(store: try EventStore(path: path), metrics: metrics, logger: logger,
+        if let database = configuration.database {
+            let writer = BatchWriter(store: try database.open(), metrics: metrics, logger: logger,
                                      maxBatch: configuration.batchSize, maxDelay: configuration.batchDelay)
-            var c = EventsConsumer.Configuration(settings: configuration.settings, topology: configuration.topology, databasePath: path)
+            var c = EventsConsumer.Configuration(settings: configuration.settings, topology: configuration.topology, database: database)
             c.prefetch = configuration.prefetch
+            c.consumerGroup = configuration.consumerGroup
             self.writer = writer
             consumer = EventsConsumer(configuration: c, writer: writer, metrics: metrics, logger: logger.child("consumer"))
         } else {
@@ -54,7 +57,7 @@ public final class EventsService: Sendable {
             let publisher = EventPublisher(settings: configuration.settings, exchange: configuration.topology.eventsExchange,
                                            connections: configuration.publisherConnections)
             self.publisher = publisher
-            let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, databasePath: configuration.databasePath)
+            let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, database: configuration.database.map { DatabaseProbe($0) })
             let handler = EventIngestion(publisher: publisher, metrics: metrics, knownApps: configuration.knownApps, keys: configuration.keys,
                                          health: { await health.problem() })
             server = try MicroHTTPServer(configuration: http, handler: handler)

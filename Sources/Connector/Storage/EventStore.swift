@@ -1,21 +1,22 @@
-import Foundation
 import PushCore
 
-/// The events database: one row per send result (`sends`) and one per distinct event
-/// (`events`), linked by `mn_message_id` at query time — so an event stored before its send is
-/// linked as soon as the send arrives.
+/// The events database model, shared by its engines (`SQLiteEventStore`, `PostgresEventStore`):
+/// one row per send result (`sends`) and one per distinct event (`events`), linked by
+/// `mn_message_id` at query time — so an event stored before its send is linked as soon as the
+/// send arrives.
 ///
-/// Idempotent under redelivery: a send is keyed on (`job_id`, `mn_message_id`); an event on its
-/// `event_key` (see `EventStore.key(of:)`). Writing the same record twice changes nothing. A
-/// send row holds the recipient's latest outcome (contract: more `replays`, then a later
-/// `completed_at`, then not `dead_lettered`): a result that is not later is ignored, so a job
-/// dead-lettered and then replayed and sent counts as sent, whatever order the results came in.
-/// Every `store` call is one transaction (`BEGIN IMMEDIATE` … `COMMIT`): all or nothing.
+/// Idempotent under redelivery and under concurrent writers: a send is keyed on (`job_id`,
+/// `mn_message_id`); an event on its `event_key` (see `key(of:)`). Writing the same record
+/// twice changes nothing. A send row holds the recipient's latest outcome (contract: more
+/// `replays`, then a later `completed_at`, then not `dead_lettered`): a result that is not later
+/// is ignored, so a job dead-lettered and then replayed and sent counts as sent, whatever order
+/// the results came in.
 ///
-/// `stream_offsets` holds, per stream consumer (its name, e.g. `events`) and stream, the offset of the last
-/// stream message whose records are stored: written in the same transaction as those records,
-/// so after a crash the consumer resumes right after what it stored; it only ever moves forward.
-public final class EventStore: @unchecked Sendable {
+/// `stream_offsets` holds, per stream consumer group (e.g. `events`) and stream, the offset of
+/// the last stream message whose records are stored: written in the same transaction as those
+/// records, so after a crash the group resumes right after what it stored; it only ever moves
+/// forward, also when several consumers of one group write it.
+public enum EventStore {
     /// A record to store.
     public enum Record: Sendable {
         case send(SendResult)
@@ -25,33 +26,16 @@ public final class EventStore: @unchecked Sendable {
     /// What one `store` call did.
     public struct WriteSummary: Sendable, Equatable {
         public var eventsInserted = 0
+        /// Send rows inserted, or updated to a later outcome.
         public var sendsInserted = 0
         public var inserted: Int { eventsInserted + sendsInserted }
-        /// Records already present (redeliveries, resent events).
+        /// Records already present (redeliveries, resent events, outcomes not later).
         public var duplicates = 0
     }
 
-    static let schema = """
-    CREATE TABLE IF NOT EXISTS sends(
-      job_id TEXT NOT NULL, mn_message_id TEXT NOT NULL, app_id TEXT NOT NULL, campaign TEXT,
-      outcome TEXT NOT NULL, error_code TEXT, attempts INTEGER NOT NULL, completed_at TEXT NOT NULL,
-      replays INTEGER NOT NULL DEFAULT 0,
-      PRIMARY KEY (job_id, mn_message_id)) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS sends_by_message ON sends(mn_message_id);
-    CREATE INDEX IF NOT EXISTS sends_by_campaign ON sends(campaign);
-    CREATE INDEX IF NOT EXISTS sends_by_app ON sends(app_id);
-    CREATE TABLE IF NOT EXISTS events(
-      event_key TEXT NOT NULL PRIMARY KEY, mn_message_id TEXT NOT NULL, event_type TEXT NOT NULL,
-      app_id TEXT, occurred_at TEXT, event_id TEXT, stored_at TEXT NOT NULL) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS events_by_message ON events(mn_message_id, event_type);
-    CREATE TABLE IF NOT EXISTS stream_offsets(
-      consumer TEXT NOT NULL, stream TEXT NOT NULL, stored_offset INTEGER NOT NULL, updated_at TEXT NOT NULL,
-      PRIMARY KEY (consumer, stream)) WITHOUT ROWID;
-    """
-
-    /// A stream consumer's position, stored with a batch of records.
+    /// A stream consumer group's position, stored with a batch of records.
     public struct StreamPosition: Sendable, Equatable {
-        /// The consumer's name (one row per name and stream): `events` for the events consumer.
+        /// The consumer group's name (one row per name and stream): `events` by default.
         public var consumer: String
         public var stream: String
         /// The offset of the last message whose records are in this transaction or earlier ones.
@@ -64,52 +48,6 @@ public final class EventStore: @unchecked Sendable {
         }
     }
 
-    private let database: SQLiteDatabase
-    private let insertSend: SQLiteStatement
-    private let insertEvent: SQLiteStatement
-    private let upsertOffset: SQLiteStatement
-    private let begin: SQLiteStatement
-    private let commit: SQLiteStatement
-    private let rollback: SQLiteStatement
-
-    /// Opens or creates the database at `path` and its schema.
-    public init(path: String) throws(SQLiteError) {
-        database = try SQLiteDatabase(path: path)
-        try database.execute(Self.schema)
-        try Self.addReplaysColumn(database)
-        // `completed_at` is RFC 3339 UTC with whole seconds: text order is time order.
-        insertSend = try database.prepare("""
-            INSERT INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at, replays)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-            ON CONFLICT (job_id, mn_message_id) DO UPDATE SET
-              app_id = excluded.app_id, campaign = excluded.campaign, outcome = excluded.outcome,
-              error_code = excluded.error_code, attempts = excluded.attempts, completed_at = excluded.completed_at,
-              replays = excluded.replays
-            WHERE (excluded.replays, excluded.completed_at, excluded.outcome <> 'dead_lettered')
-                > (sends.replays, sends.completed_at, sends.outcome <> 'dead_lettered')
-            """)
-        insertEvent = try database.prepare("""
-            INSERT OR IGNORE INTO events(event_key, mn_message_id, event_type, app_id, occurred_at, event_id, stored_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-            """)
-        upsertOffset = try database.prepare("""
-            INSERT INTO stream_offsets(consumer, stream, stored_offset, updated_at) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT(consumer, stream) DO UPDATE SET updated_at = excluded.updated_at,
-              stored_offset = max(stored_offset, excluded.stored_offset)
-            """)
-        begin = try database.prepare("BEGIN IMMEDIATE")
-        commit = try database.prepare("COMMIT")
-        rollback = try database.prepare("ROLLBACK")
-    }
-
-    /// A database written before results carried `replays` gets the column (0: never replayed).
-    private static func addReplaysColumn(_ database: SQLiteDatabase) throws(SQLiteError) {
-        let probe = try database.prepare("SELECT count(*) FROM pragma_table_info('sends') WHERE name = 'replays'")
-        guard try probe.step(), probe.int(0) == 0 else { return }
-        probe.reset()
-        try database.execute("ALTER TABLE sends ADD COLUMN replays INTEGER NOT NULL DEFAULT 0")
-    }
-
     /// The key an event counts once under: `id:<app_id>:<event_id>` when the app gave an
     /// `event_id`, else `at:<mn_message_id>:<event_type>:<occurred_at>` (`occurred_at` empty
     /// when absent — then one event of each type per message).
@@ -118,69 +56,34 @@ public final class EventStore: @unchecked Sendable {
         return "at:\(event.mnMessageID):\(event.eventType.rawValue):\(event.occurredAt?.description ?? "")"
     }
 
-    /// The offset stored for `consumer` reading `stream`, nil when none is (first start). Opens
-    /// a connection of its own: safe while the writer thread writes.
-    public static func storedOffset(path: String, consumer: String, stream: String) throws(SQLiteError) -> Int64? {
-        let database = try SQLiteDatabase(path: path)
-        try database.execute(schema)
-        let query = try database.prepare("SELECT stored_offset FROM stream_offsets WHERE consumer = ?1 AND stream = ?2")
-        try query.bind(1, consumer)
-        try query.bind(2, stream)
-        defer { query.reset() }
-        return try query.step() ? query.int(0) : nil
+    /// True when `result` replaces `stored` under the latest-outcome rule: more replays, then a
+    /// later `completed_at` (RFC 3339 UTC, whole seconds: text order is time order), then not
+    /// dead-lettered.
+    static func isLater(_ result: SendResult, than stored: SendResult) -> Bool {
+        func rank(_ r: SendResult) -> (Int, String, Int) { (r.replays, r.completedAt.description, r.outcome == .deadLettered ? 0 : 1) }
+        return rank(result) > rank(stored)
     }
 
-    /// Stores `records` and the stream `positions` in one transaction; on failure nothing of it
-    /// is stored. A position never moves a stored offset back.
-    @discardableResult
-    public func store(_ records: [Record], positions: [StreamPosition] = [],
-                      now: Timestamp = Timestamp(secondsSince1970: Date().timeIntervalSince1970)) throws(SQLiteError) -> WriteSummary {
-        var summary = WriteSummary()
-        try begin.run()
-        do {
-            for record in records {
-                switch record {
-                case .send(let r):
-                    try insertSend.bind(1, r.jobID)
-                    try insertSend.bind(2, r.mnMessageID)
-                    try insertSend.bind(3, r.appID)
-                    try insertSend.bind(4, r.campaign)
-                    try insertSend.bind(5, r.outcome.rawValue)
-                    try insertSend.bind(6, r.error?.code)
-                    try insertSend.bind(7, Int64(r.attempts))
-                    try insertSend.bind(8, r.completedAt.description)
-                    try insertSend.bind(9, Int64(r.replays))
-                    try insertSend.run()
-                case .event(let e):
-                    try insertEvent.bind(1, Self.key(of: e))
-                    try insertEvent.bind(2, e.mnMessageID)
-                    try insertEvent.bind(3, e.eventType.rawValue)
-                    try insertEvent.bind(4, e.appID)
-                    try insertEvent.bind(5, e.occurredAt?.description)
-                    try insertEvent.bind(6, e.eventID)
-                    try insertEvent.bind(7, now.description)
-                    try insertEvent.run()
-                }
-                if database.changes == 0 {
-                    summary.duplicates += 1
-                } else if case .event = record {
-                    summary.eventsInserted += 1
-                } else {
-                    summary.sendsInserted += 1
-                }
-            }
-            for position in positions {
-                try upsertOffset.bind(1, position.consumer)
-                try upsertOffset.bind(2, position.stream)
-                try upsertOffset.bind(3, position.offset)
-                try upsertOffset.bind(4, now.description)
-                try upsertOffset.run()
-            }
-            try commit.run()
-        } catch {
-            try? rollback.run()
-            throw error
-        }
-        return summary
+    /// The INSERT of send rows given as `values` (SQL value lists) with the latest-outcome
+    /// upsert, in the SQL SQLite and PostgreSQL share (`completed_at` compares as bytes).
+    static func insertSends(values: String) -> String {
+        """
+        INSERT INTO sends(job_id, mn_message_id, app_id, campaign, outcome, error_code, attempts, completed_at, replays)
+        VALUES \(values)
+        ON CONFLICT (job_id, mn_message_id) DO UPDATE SET
+          app_id = excluded.app_id, campaign = excluded.campaign, outcome = excluded.outcome,
+          error_code = excluded.error_code, attempts = excluded.attempts, completed_at = excluded.completed_at,
+          replays = excluded.replays
+        WHERE (excluded.replays, excluded.completed_at, excluded.outcome <> 'dead_lettered')
+            > (sends.replays, sends.completed_at, sends.outcome <> 'dead_lettered')
+        """
+    }
+
+    /// True when a transaction failed because the database is unreachable or asked for a retry
+    /// (connection lost, deadlock, serialization failure): the same batch is worth writing again
+    /// once it answers, and the records are not at fault.
+    public static func isTransient(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.isConnectionLost || error.sqlState == "40P01" || error.sqlState == "40001"
     }
 }

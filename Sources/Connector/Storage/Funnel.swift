@@ -32,6 +32,19 @@ public struct Funnel: Sendable, Equatable {
 
     public init() {}
 
+    /// Adds the events of one `event_type` row of the funnel query: `distinct` messages, `rows`
+    /// events.
+    mutating func add(eventType: String?, distinct: Int, rows: Int) {
+        events += rows
+        switch eventType {
+        case "receive": received = distinct
+        case "open": opened = distinct
+        case "click": clicked = distinct
+        case "dismiss": dismissed = distinct
+        default: break
+        }
+    }
+
     /// `part / sent`, nil when nothing was sent.
     public func rate(_ part: Int) -> Double? { sent == 0 ? nil : Double(part) / Double(sent) }
 

@@ -1,8 +1,12 @@
-/// Reads a `Funnel` from the events database (read-only connection; safe alongside the writer
-/// thanks to WAL).
+/// Reads a `Funnel` from a SQLite events database (`PostgresFunnelQuery` is the same query on
+/// PostgreSQL).
 public enum FunnelQuery {
+    /// On a read-only connection of its own: safe alongside the writer thanks to WAL.
     public static func run(path: String, scope: FunnelScope) throws(SQLiteError) -> Funnel {
-        let database = try SQLiteDatabase(path: path, readOnly: true)
+        try run(SQLiteDatabase(path: path, readOnly: true), scope: scope)
+    }
+
+    static func run(_ database: SQLiteDatabase, scope: FunnelScope) throws(SQLiteError) -> Funnel {
         let filter: String
         let value: String?
         switch scope {
@@ -32,15 +36,7 @@ public enum FunnelQuery {
             """)
         if let value { try events.bind(1, value) }
         while try events.step() {
-            let distinct = Int(events.int(1))
-            funnel.events += Int(events.int(2))
-            switch events.text(0) {
-            case "receive": funnel.received = distinct
-            case "open": funnel.opened = distinct
-            case "click": funnel.clicked = distinct
-            case "dismiss": funnel.dismissed = distinct
-            default: break
-            }
+            funnel.add(eventType: events.text(0), distinct: Int(events.int(1)), rows: Int(events.int(2)))
         }
         if scope == .all {
             let unlinked = try database.prepare("SELECT count(*) FROM events WHERE mn_message_id NOT IN (SELECT mn_message_id FROM sends)")
