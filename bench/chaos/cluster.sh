@@ -44,19 +44,10 @@ for n in "$JOBS" "$WORKERS" "$FEED_SECONDS" "$LIMIT"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh: options take positive whole numbers, got $n" >&2; exit 2; }
 done
 
-log() { printf '[%6.1fs] %s\n' "$(elapsed)" "$*"; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-elapsed() { if [ -n "${T0:-}" ]; then awk -v ms=$(( $(now_ms) - T0 )) 'BEGIN {printf "%.1f", ms / 1000}'; else echo 0; fi; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-
-if ((BUILD)); then
-  echo "== building release binaries (waits for /tmp/pc-cpu.lock)"
-  flock /tmp/pc-cpu.lock swift build -c release --product push-connector 2>&1 | tail -3
-  flock /tmp/pc-cpu.lock swift build -c release --product fcm-emulator 2>&1 | tail -3
-fi
-BIN=$(swift build -c release --show-bin-path)
-PC=$BIN/push-connector
-if [ ! -x "$PC" ] || [ ! -x "$BIN/fcm-emulator" ]; then echo "cluster.sh: release binaries missing in $BIN (drop --no-build)" >&2; exit 1; fi
+NAME=cluster.sh
+# shellcheck source=bench/chaos/common.sh
+. "$ROOT/bench/chaos/common.sh"
+release_binaries
 
 WORK=/tmp/pc-cluster-chaos-$$
 CLUSTER=$WORK/cluster
@@ -95,22 +86,7 @@ URLS=$PUSH_TEST_AMQP_URLS
 BROKER_ARGS=(--amqp-url "$URLS" --retry-tiers "1,2,5")
 log "nodes: $PUSH_TEST_CLUSTER_NODES"
 
-scripts/make-dev-cert.sh "$WORK/certs" >/dev/null
-EMU_PORT=$(free_port)
-EMU_URL="https://127.0.0.1:$EMU_PORT"
-"$BIN/fcm-emulator" make-service-account --project chaos-project --token-uri "$EMU_URL/token" --out "$WORK/sa.json" >/dev/null
-"$BIN/fcm-emulator" --listen "127.0.0.1:$EMU_PORT" --tls-cert "$WORK/certs/server.pem" --tls-key "$WORK/certs/server-key.pem" \
-  --service-account "$WORK/sa.json" --record $((JOBS * 4 + 1000)) --latency 20 \
-  >"$WORK/logs/emulator.log" 2>&1 9>&- &
-EMULATOR_PID=$!
-for _ in $(seq 100); do grep -q "listening on" "$WORK/logs/emulator.log" && break; sleep 0.1; done
-grep -q "listening on" "$WORK/logs/emulator.log" || { echo "cluster.sh: the emulator did not start" >&2; cat "$WORK/logs/emulator.log" >&2; exit 1; }
-emulator() { curl -sS --max-time 120 --cacert "$WORK/certs/ca.pem" "$EMU_URL$1"; }
-cat > "$WORK/apps.json" <<JSON
-{"schema_version": 1,
- "apps": [{"app_id": "chaos-app", "project_id": "chaos-project", "credentials_file": "$WORK/sa.json",
-           "default_message_type": "data", "default_payload": {"pushdata.source": "chaos"}}]}
-JSON
+start_emulator --latency 20
 "$PC" topology declare "${BROKER_ARGS[@]}" >/dev/null
 log "topology declared; push.jobs members: $(ctl_any list_queues name members | awk '$1 == "push.jobs" {$1 = ""; print}')"
 
@@ -121,27 +97,10 @@ mkdir -p "$WORK/batches"
 head -n "$PRELOAD" "$WORK/jobs.jsonl" >"$WORK/preload.jsonl"
 tail -n +"$((PRELOAD + 1))" "$WORK/jobs.jsonl" | split -l "$BATCH" -d -a 4 - "$WORK/batches/b-"
 BATCHES=("$WORK"/batches/b-*)
-PUBLISHED=0 PUBLISH_FAILURES=0
-publish() { # `push-connector send` with the three URLs; a failed send is reported, then retried once
-  local n out
-  n=$(wc -l <"$1")
-  if out=$(timeout 120 "$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$1" 2>&1); then
-    PUBLISHED=$((PUBLISHED + n)); return 0
-  fi
-  PUBLISH_FAILURES=$((PUBLISH_FAILURES + 1))
-  log "!! publishing $(basename "$1") failed ($out); sending it again (its jobs may now exist twice)"
-  if out=$(timeout 120 "$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$1" 2>&1); then PUBLISHED=$((PUBLISHED + n)); return 0; fi
-  log "!! publishing $(basename "$1") failed again ($out)"
-}
 publish "$WORK/preload.jsonl"
 log "published $PRELOAD jobs before the workers start"
 
-for ((i = 0; i < WORKERS; i++)); do
-  "$PC" worker --config "$WORK/apps.json" --no-declare "${BROKER_ARGS[@]}" --retry-base-delay 1 \
-    --fcm-url "$EMU_URL" --ca-file "$WORK/certs/ca.pem" --shutdown-deadline 10 \
-    >>"$WORK/logs/worker-$i.log" 2>&1 9>&- &
-  WPID[i]=$!
-done
+for ((i = 0; i < WORKERS; i++)); do start_worker "$i"; done
 RUN_T0=$(now_ms)
 log "started $WORKERS workers"
 
@@ -235,9 +194,7 @@ timeout 300 "$PC" dlq stats --json "${BROKER_ARGS[@]}" >"$WORK/dlq-stats.json" 2
 log "   push-connector dlq export: $(wc -l <"$WORK/dlq.jsonl") dead letter(s); the DLQ holds ${DLQ_DEPTH:-?}"
 emulator /_emulator/messages >"$WORK/emulator-messages.json"
 emulator /_emulator/stats >"$WORK/emulator-stats.json"
-for i in $(seq 0 $((WORKERS - 1))); do
-  printf 'worker %s log: %s\n' "$i" "$(awk '$2 == "warn" || $2 == "error" {n[$2]++} END {for (l in n) printf "%s %d  ", l, n[l]}' "$WORK/logs/worker-$i.log")"
-done >"$WORK/worker-log-summary.txt"
+summarize_worker_logs "$WORKERS"
 
 python3 - "$WORK/results.jsonl" "${FAULT_MS[@]}" <<'PY'
 import datetime, json, sys

@@ -57,19 +57,10 @@ EMULATOR_FAULTS=(--error-rate unavailable=0.05 --error-rate "quota=$QUOTA_RATE" 
                  --latency 100 --latency-share 0.1)
 ALARM_SECONDS=5
 
-log() { printf '[%6.1fs] %s\n' "$(elapsed)" "$*"; }
-elapsed() { if [ -n "${T0:-}" ]; then echo "$(( $(date +%s%N) / 1000000 - T0 ))" | awk '{printf "%.1f", $1/1000}'; else echo 0; fi; }
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
-
-if ((BUILD)); then
-  echo "== building release binaries (waits for /tmp/pc-cpu.lock)"
-  flock /tmp/pc-cpu.lock swift build -c release --product push-connector 2>&1 | tail -3
-  flock /tmp/pc-cpu.lock swift build -c release --product fcm-emulator 2>&1 | tail -3
-fi
-BIN=$(swift build -c release --show-bin-path)
-PC=$BIN/push-connector
-if [ ! -x "$PC" ] || [ ! -x "$BIN/fcm-emulator" ]; then echo "run.sh: release binaries missing in $BIN (drop --no-build)" >&2; exit 1; fi
+NAME=run.sh
+# shellcheck source=bench/chaos/common.sh
+. "$ROOT/bench/chaos/common.sh"
+release_binaries
 
 WORK=/tmp/pc-chaos-$$
 BROKER_DIR=$WORK/broker
@@ -181,24 +172,8 @@ AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/"
 BROKER_ARGS=(--amqp-url "$AMQP_URL" --retry-tiers "$RETRY_TIERS")
 
 log "starting fcm-emulator (TLS, faults: ${EMULATOR_FAULTS[*]})"
-scripts/make-dev-cert.sh "$WORK/certs" >/dev/null
-EMU_PORT=$(free_port)
-EMU_URL="https://127.0.0.1:$EMU_PORT"
-"$BIN/fcm-emulator" make-service-account --project chaos-project --token-uri "$EMU_URL/token" --out "$WORK/sa.json" >/dev/null
-"$BIN/fcm-emulator" --listen "127.0.0.1:$EMU_PORT" --tls-cert "$WORK/certs/server.pem" --tls-key "$WORK/certs/server-key.pem" \
-  --service-account "$WORK/sa.json" --record $((JOBS * 4 + 1000)) "${EMULATOR_FAULTS[@]}" \
-  >"$WORK/logs/emulator.log" 2>&1 9>&- &
-EMULATOR_PID=$!
+start_emulator "${EMULATOR_FAULTS[@]}"
 echo "$EMULATOR_PID" > "$WORK/pids/emulator"
-for _ in $(seq 100); do grep -q "listening on" "$WORK/logs/emulator.log" && break; sleep 0.1; done
-grep -q "listening on" "$WORK/logs/emulator.log" || { echo "run.sh: the emulator did not start" >&2; cat "$WORK/logs/emulator.log" >&2; exit 1; }
-emulator() { curl -sS --max-time 120 --cacert "$WORK/certs/ca.pem" "$EMU_URL$1"; }
-
-cat > "$WORK/apps.json" <<JSON
-{"schema_version": 1,
- "apps": [{"app_id": "chaos-app", "project_id": "chaos-project", "credentials_file": "$WORK/sa.json",
-           "default_message_type": "data", "default_payload": {"pushdata.source": "chaos"}}]}
-JSON
 "$PC" topology declare "${BROKER_ARGS[@]}" >/dev/null
 
 python3 "$ROOT/bench/chaos/make_jobs.py" "$JOBS" "$WORK/jobs.jsonl"
@@ -212,30 +187,10 @@ if ((PRELOAD > 0)); then head -n "$PRELOAD" "$WORK/jobs.jsonl" >"$WORK/preload.j
 tail -n +"$((PRELOAD + 1))" "$WORK/jobs.jsonl" | split -l "$BATCH" -d -a 4 - "$WORK/batches/b-"
 BATCHES=("$WORK"/batches/b-*)
 [ -f "${BATCHES[0]}" ] || BATCHES=()
-PUBLISHED=0 PUBLISH_FAILURES=0
-publish() { # $1 = file: `push-connector send` with confirms; a failed send is reported, then retried once
-  local n out
-  n=$(wc -l <"$1")
-  if out=$(timeout 120 "$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$1" 2>&1); then
-    PUBLISHED=$((PUBLISHED + n)); return 0
-  fi
-  PUBLISH_FAILURES=$((PUBLISH_FAILURES + 1))
-  log "!! publishing $(basename "$1") failed ($out); sending it again (its jobs may now exist twice)"
-  sleep 2
-  if out=$(timeout 120 "$PC" send --config "$WORK/apps.json" "${BROKER_ARGS[@]}" "$1" 2>&1); then PUBLISHED=$((PUBLISHED + n)); return 0; fi
-  log "!! publishing $(basename "$1") failed again ($out)"
-}
 log "publishing $PRELOAD of $JOBS jobs before the workers start ($RECIPIENTS recipients in all)"
 if ((PRELOAD > 0)); then publish "$WORK/preload.jsonl"; fi
 
 # ---------------------------------------------------------------- workers
-start_worker() { # $1 = index
-  "$PC" worker --config "$WORK/apps.json" --no-declare "${BROKER_ARGS[@]}" --retry-base-delay 1 \
-    --fcm-url "$EMU_URL" --ca-file "$WORK/certs/ca.pem" --shutdown-deadline 10 \
-    >>"$WORK/logs/worker-$1.log" 2>&1 9>&- &
-  WPID[$1]=$!
-  echo "${WPID[$1]}" > "$WORK/pids/worker-$1"
-}
 UNEXPECTED_EXITS=0
 check_workers() { # a worker that died by itself is reported and restarted
   local i rc
@@ -380,12 +335,7 @@ timeout "$(budget)" "$PC" dlq stats --json "${BROKER_ARGS[@]}" >"$WORK/dlq-stats
 log "   push-connector dlq stats: $(( ($(now_ms) - t) / 1000 )) s"
 emulator /_emulator/messages >"$WORK/emulator-messages.json"
 emulator /_emulator/stats >"$WORK/emulator-stats.json"
-for i in $(seq 0 $((WORKERS - 1))); do
-  printf 'worker %s log: %s\n' "$i" "$(awk '$2 == "warn" || $2 == "error" {n[$2]++} END {for (l in n) printf "%s %d  ", l, n[l]}' "$WORK/logs/worker-$i.log")"
-done >"$WORK/worker-log-summary.txt"
-# the most frequent warnings, without timestamps and variable details
-cat "$WORK"/logs/worker-*.log | awk '$2 == "warn" || $2 == "error"' | cut -d' ' -f2- \
-  | sed -E 's/ (error|in|reason)=.*//' | sort | uniq -c | sort -rn | head -8 | sed 's/^/  /' >>"$WORK/worker-log-summary.txt"
+summarize_worker_logs "$WORKERS"
 
 rc=0
 python3 "$ROOT/bench/chaos/report.py" --jobs "$WORK/jobs.jsonl" --results "$WORK/results.jsonl" \
