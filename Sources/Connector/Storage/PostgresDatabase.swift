@@ -94,12 +94,20 @@ public final class PostgresDatabase: @unchecked Sendable {
     /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`; key=value strings mask
     /// `password=`.
     public static func redact(_ url: String) -> String {
-        if let schemeEnd = url.range(of: "://") {
-            let rest = url[schemeEnd.upperBound...]
-            guard let at = rest.lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { return url }
-            return String(url[..<colon]) + ":***" + String(url[at...])
+        func masked(_ pair: Substring) -> String { pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair) }
+        guard let schemeEnd = url.range(of: "://") else {
+            return url.split(separator: " ", omittingEmptySubsequences: false).map(masked).joined(separator: " ")
         }
-        return url.split(separator: " ").map { $0.hasPrefix("password=") ? "password=***" : String($0) }.joined(separator: " ")
+        // user:password@ (the last @: a password may hold one), then any password= parameter.
+        var head = String(url[..<schemeEnd.upperBound]), rest = url[schemeEnd.upperBound...]
+        if let at = rest.lastIndex(of: "@") {
+            let userInfo = rest[..<at]
+            head += userInfo.firstIndex(of: ":").map { String(userInfo[..<$0]) + ":***" } ?? String(userInfo)
+            rest = rest[at...]
+        }
+        guard let query = rest.firstIndex(of: "?") else { return head + rest }
+        let parameters = rest[rest.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false)
+        return head + rest[...query] + parameters.map(masked).joined(separator: "&")
     }
 }
 
