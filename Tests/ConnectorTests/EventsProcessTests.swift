@@ -6,16 +6,6 @@ import Testing
 
 /// `push-connector events` as a real process, killed with SIGKILL mid-run.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct EventsProcessTests {
-    func startConsumer(_ f: PipelineFixture, db: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
-        process.arguments = ["events", "--no-http", "--db", db, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
-                             "--retry-tiers", "1", "--no-declare", "--batch-size", "100", "--batch-delay-ms", "5", "--log-level", "warn"]
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        try process.run()
-        return process
-    }
-
     func storedEvents(_ db: String) -> Int {
         (try? FunnelQuery.run(path: db, scope: .all).unlinkedEvents) ?? 0
     }
@@ -62,7 +52,7 @@ import Testing
         }
         await publisher.close()
 
-        let first = try startConsumer(f, db: db)
+        let first = try f.startEventsConsumer(db: db)
         try await eventually("a first part stored") { try storedEvents(db) >= 1500 && storedSends(db).sends >= 1000 }
         kill(first.processIdentifier, SIGKILL)
         first.waitUntilExit()
@@ -71,7 +61,7 @@ import Testing
         #expect(storedAtKill < total && sendsAtKill < sends, "the kill came too late to be mid-run")
         #expect(offsetAtKill.map { $0 + 1 } == sendsAtKill, "offset \(offsetAtKill ?? -1) stored with \(sendsAtKill) sends")
 
-        let second = try startConsumer(f, db: db)
+        let second = try f.startEventsConsumer(db: db)
         defer { if second.isRunning { kill(second.processIdentifier, SIGKILL) } }
         try await eventually("everything stored", timeout: .seconds(90)) { try storedEvents(db) >= total && storedSends(db).sends >= sends }
         try await eventually("the queue drained") { try f.messageCount(f.topology.eventsQueue) == 0 }

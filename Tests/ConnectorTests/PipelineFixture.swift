@@ -174,6 +174,22 @@ final class PipelineFixture: Sendable {
         try await resultsTap.rest().map { try SendResult.decode(JSONValue.parse($0.body)) }
     }
 
+    /// `push-connector events --no-http` on this fixture's topology, storing into `db` (a SQLite
+    /// path or a PostgreSQL URL); its log goes to `log` when given.
+    func startEventsConsumer(db: String, log: String? = nil) throws -> Process {
+        let process = Process()
+        if let log {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: log)
+        }
+        process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
+        process.arguments = ["events", "--no-http", "--db", db, "--amqp-url", broker.url, "--prefix", topology.prefix,
+                             "--retry-tiers", "1", "--no-declare", "--batch-size", "100", "--batch-delay-ms", "5", "--log-level", "warn"]
+        process.environment = ["PATH": "/usr/bin:/bin"]
+        try process.run()
+        return process
+    }
+
     func messageCount(_ queue: String) throws -> Int {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }

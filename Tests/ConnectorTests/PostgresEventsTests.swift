@@ -52,20 +52,6 @@ import Testing
         }
     }
 
-    func startConsumer(_ f: PipelineFixture, db: String, log: String? = nil) throws -> Process {
-        let process = Process()
-        if let log {
-            _ = FileManager.default.createFile(atPath: log, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: log)
-        }
-        process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
-        process.arguments = ["events", "--no-http", "--db", db, "--amqp-url", f.broker.url, "--prefix", f.topology.prefix,
-                             "--retry-tiers", "1", "--no-declare", "--batch-size", "100", "--batch-delay-ms", "5", "--log-level", "warn"]
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        try process.run()
-        return process
-    }
-
     func stop(_ process: Process) {
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
@@ -77,7 +63,7 @@ import Testing
         let events = 6_000, sends = 4_000
         try await Self.publish(f, events: 0..<events, sends: 0..<sends)
 
-        let first = try startConsumer(f, db: db)
+        let first = try f.startEventsConsumer(db: db)
         try await eventually("a first part stored") { let s = try? Self.stored(db); return (s?.events ?? 0) >= 1000 && (s?.sends ?? 0) >= 600 }
         kill(first.processIdentifier, SIGKILL)
         first.waitUntilExit()
@@ -85,7 +71,7 @@ import Testing
         #expect(atKill.events < events && atKill.sends < sends, "the kill came too late to be mid-run")
         #expect(atKill.offset.map { $0 + 1 } == Int64(atKill.sends), "offset \(atKill.offset ?? -1) stored with \(atKill.sends) sends")
 
-        let second = try startConsumer(f, db: db)
+        let second = try f.startEventsConsumer(db: db)
         defer { if second.isRunning { kill(second.processIdentifier, SIGKILL) } }
         try await eventually("everything stored") { let s = try Self.stored(db); return s.events >= events && s.sends >= sends }
         try await eventually("the queue drained") { try f.messageCount(f.topology.eventsQueue) == 0 }
@@ -105,7 +91,7 @@ import Testing
         let events = 8_000, sends = 4_000
         try await Self.publish(f, events: 0..<events / 2, sends: 0..<sends / 2)
         let logs = [f.directory + "/events-a.log", f.directory + "/events-b.log"]
-        let consumers = [try startConsumer(f, db: db, log: logs[0]), try startConsumer(f, db: db, log: logs[1])]
+        let consumers = [try f.startEventsConsumer(db: db, log: logs[0]), try f.startEventsConsumer(db: db, log: logs[1])]
         defer { for c in consumers where c.isRunning { kill(c.processIdentifier, SIGKILL) } }
         try await Self.publish(f, events: events / 2..<events, sends: sends / 2..<sends)
         try await eventually("everything stored") { let s = try Self.stored(db); return s.events >= events && s.sends >= sends }

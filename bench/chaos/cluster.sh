@@ -73,12 +73,7 @@ ctl_any() { # rabbitmqctl on the first node that answers
   return 1
 }
 
-exec 9>/tmp/pc-cpu.lock
-echo "== waiting for /tmp/pc-cpu.lock"
-flock 9
-T0=$(now_ms)
-DEADLINE=$((T0 + LIMIT * 1000))
-past_deadline() { (( $(now_ms) >= DEADLINE )); }
+take_cpu_lock
 
 log "starting a three-node cluster in $CLUSTER"
 eval "$(cluster start --owner-pid $$)"

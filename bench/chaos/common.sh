@@ -1,11 +1,22 @@
 # shellcheck shell=bash disable=SC2034  # EMULATOR_PID, BIN, PC, WPID are read by the sourcing script
 # What bench/chaos/run.sh and bench/chaos/cluster.sh share; sourced after they parsed their
-# options. Uses NAME (the script's name for messages), BUILD, WORK, JOBS and BROKER_ARGS.
+# options. Uses NAME (the script's name for messages), BUILD, LIMIT, WORK, JOBS and BROKER_ARGS.
 
 log() { printf '[%6.1fs] %s\n' "$(elapsed)" "$*"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 elapsed() { if [ -n "${T0:-}" ]; then awk -v ms=$(( $(now_ms) - T0 )) 'BEGIN {printf "%.1f", ms / 1000}'; else echo 0; fi; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+
+# Holds /tmp/pc-cpu.lock (fd 9) for the rest of the run and starts the clock: T0, and DEADLINE
+# LIMIT seconds later (`past_deadline`).
+take_cpu_lock() {
+  exec 9>/tmp/pc-cpu.lock
+  echo "== waiting for /tmp/pc-cpu.lock"
+  flock 9
+  T0=$(now_ms)
+  DEADLINE=$((T0 + LIMIT * 1000))
+}
+past_deadline() { (( $(now_ms) >= DEADLINE )); }
 
 # The release binaries, each built under /tmp/pc-cpu.lock unless --no-build: sets BIN and PC.
 release_binaries() {

@@ -138,12 +138,7 @@ queue_depths() { # "name messages" per line for the job queue and the retry tier
 }
 
 # ---------------------------------------------------------------- the measurement (under the CPU lock)
-exec 9>/tmp/pc-cpu.lock
-echo "== waiting for /tmp/pc-cpu.lock"
-flock 9
-T0=$(now_ms)
-DEADLINE=$((T0 + LIMIT * 1000))
-past_deadline() { (( $(now_ms) >= DEADLINE )); }
+take_cpu_lock
 log "seed $SEED, $JOBS jobs, $WORKERS workers, $KILLS kills, limit ${LIMIT}s, work folder $WORK"
 
 # A watchdog stops everything if this script dies without running its trap (SIGKILL).
