@@ -148,8 +148,8 @@ func temporaryDirectory() throws -> String {
 
 @Suite(.timeLimit(.minutes(1))) struct HeaderClampTests {
     @Test func attemptHeaderFromThePublisherIsClamped() {
-        #expect(JobProcessor.attemptsMade(["push-attempt": .int(Int64.max)]) == 1_000_000)
-        #expect(JobProcessor.attemptsMade(["push-attempt": .int(-5)]) == 0)
-        #expect(JobProcessor.attemptsMade([:]) == 0)
+        #expect(FailureHeaders.history(["push-attempt": .int(Int64.max)]).attemptsMade == 1_000_000)
+        #expect(FailureHeaders.history(["push-attempt": .int(-5)]).attemptsMade == 0)
+        #expect(FailureHeaders.history([:]).attemptsMade == 0)
     }
 }

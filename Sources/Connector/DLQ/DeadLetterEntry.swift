@@ -55,46 +55,29 @@ public struct DeadLetterEntry: Sendable, Equatable {
             if let recipients = job["recipients"]?.arrayValue { targets = recipients.count }
             else if job["topic"] != nil || job["condition"] != nil { targets = 1 }
         }
-        replays = headers[DeadLetterHeader.replays].flatMap(Self.integer) ?? 0
-        if let code = headers[DeadLetterHeader.code]?.stringValue {
-            self.code = code
-            message = headers[DeadLetterHeader.message]?.stringValue
-            attempts = headers[DeadLetterHeader.attempts].flatMap(Self.integer)
-            firstFailedAt = headers[DeadLetterHeader.firstFailedAt].flatMap(Self.timestamp)
-            lastFailedAt = headers[DeadLetterHeader.lastFailedAt].flatMap(Self.timestamp)
+        replays = FailureHeaders.history(headers).replays
+        if let failure = FailureHeaders.recorded(headers) {
+            code = failure.code
+            message = failure.message
+            attempts = failure.attempts
+            firstFailedAt = failure.firstFailedAt
+            lastFailedAt = failure.lastFailedAt
         } else if case .array(let deaths)? = headers["x-death"], case .table(let death)? = deaths.first {
             let reason = death["reason"]?.stringValue ?? "unknown"
             code = reason == "delivery_limit" ? Self.deliveryLimitCode : reason.uppercased()
             let queue = death["queue"]?.stringValue ?? "?"
             message = "dead-lettered by RabbitMQ from queue \(queue) (x-death reason \(reason))"
-            lastFailedAt = death["time"].flatMap(Self.timestamp)
+            lastFailedAt = death["time"].flatMap(FailureHeaders.timestamp)
             firstFailedAt = deaths.compactMap { value -> Timestamp? in
                 guard case .table(let d) = value else { return nil }
-                return d["time"].flatMap(Self.timestamp)
+                return d["time"].flatMap(FailureHeaders.timestamp)
             }.min() ?? lastFailedAt
-            attempts = headers["x-delivery-count"].flatMap(Self.integer)
+            attempts = headers["x-delivery-count"].flatMap(FailureHeaders.integer)
         }
     }
 
     /// Seconds since the last failure at `now` (nil when the message carries no time).
     public func age(at now: Timestamp) -> Double? {
         lastFailedAt.map { now.secondsSince1970 - $0.secondsSince1970 }
-    }
-
-    static func integer(_ value: AMQPFieldValue) -> Int? {
-        switch value {
-        case .int(let i): return Int(i)
-        case .string(let s): return Int(s)
-        case .double(let d) where d.rounded() == d && abs(d) < 1e15: return Int(d)
-        default: return nil
-        }
-    }
-
-    static func timestamp(_ value: AMQPFieldValue) -> Timestamp? {
-        switch value {
-        case .timestamp(let date): return Timestamp(secondsSince1970: date.timeIntervalSince1970)
-        case .string, .bytes: return value.stringValue.flatMap(Timestamp.init(rfc3339:))
-        default: return nil
-        }
     }
 }

@@ -24,13 +24,9 @@ public struct ReplayPolicy: Sendable, Equatable {
     /// True when `entry` may be replayed.
     public func allows(_ entry: DeadLetterEntry) -> Bool { force || entry.replays < maxReplays }
 
-    /// The headers of the replayed copy.
+    /// The headers of the replayed copy (`FailureHeaders.replayed`).
     public static func replayHeaders(_ headers: AMQPTable, replays: Int) -> AMQPTable {
-        var result = headers.filter { name, _ in
-            !name.hasPrefix("x-") && !name.hasPrefix("push-")
-        }
-        result[DeadLetterHeader.replays] = .int(Int64(min(replays, 1_000_000) + 1))
-        return result
+        FailureHeaders.replayed(headers, replays: replays)
     }
 
     /// The properties of the replayed copy: the original ones with `replayHeaders`.

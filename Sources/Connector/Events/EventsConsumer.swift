@@ -68,22 +68,14 @@ public final class EventsConsumer: Sendable {
 
     /// Consumes until `shutdown`; then lets the writer commit what it holds and acks it.
     public func run(until shutdown: ShutdownSignal) async {
-        var failures = 0
-        while !shutdown.isTriggered {
-            do {
-                try await consumeOnce(shutdown: shutdown)
-                failures = 0
-            } catch {
-                if shutdown.isTriggered { break }
-                failures += 1
-                let backoff = configuration.reconnectBackoff.delay(afterFailures: failures)
-                logger.warning("events consumer lost its broker or database, reconnecting", ["error": "\(error)", "in": "\(backoff)"])
-                await shutdown.sleep(for: backoff)
-            }
-        }
+        // A connection that ends in error is a failure too: a database that keeps failing is not hammered.
+        let lifecycle = ConnectionLifecycle(backoff: configuration.reconnectBackoff, shutdown: shutdown)
+        await lifecycle.run({ try await consumeOnce(lifecycle) }, onFailure: { error, backoff in
+            logger.warning("events consumer lost its broker or database, reconnecting", ["error": "\(error)", "in": "\(backoff)"])
+        })
     }
 
-    private func consumeOnce(shutdown: ShutdownSignal) async throws {
+    private func consumeOnce(_ lifecycle: ConnectionLifecycle) async throws {
         let t = configuration.topology
         let publisher = try await ConfirmingPublisher.connect(settings: configuration.settings)
         var started: [AMQPConsumer] = []
@@ -107,10 +99,7 @@ public final class EventsConsumer: Sendable {
                                   "broker": configuration.settings.redactedURL])
         isConsuming.store(true, ordering: .relaxed)
         defer { isConsuming.store(false, ordering: .relaxed) }
-        let watcher = Task {
-            await shutdown.wait()
-            for c in consumers { c.cancel() }
-        }
+        let watcher = lifecycle.watchShutdown { for c in consumers { c.cancel() } }
         defer { watcher.cancel() }
         let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
             group.addTask { await self.drain(consumers[0], isEvents: true, publisher: publisher) }
@@ -123,8 +112,9 @@ public final class EventsConsumer: Sendable {
             return first
         }
         // Let the writer commit what it holds, so those deliveries are acked before closing.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while writer.backlog > 0 && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(5)) }
+        _ = await ConnectionLifecycle.drain(within: .seconds(10)) { [writer] in
+            while writer.backlog > 0 && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+        }
         for c in consumers { await c.close() }
         await publisher.close()
         if let failure { throw failure }
@@ -210,9 +200,7 @@ public final class EventsConsumer: Sendable {
     private func deadLetter(_ delivery: Delivery, code: String, reason: String, consumer: AMQPConsumer,
                             publisher: ConfirmingPublisher, ack: Bool = true) async -> Bool {
         var properties = delivery.properties
-        properties.headers[DeadLetterHeader.code] = .string(code)
-        properties.headers[DeadLetterHeader.message] = .string(String(reason.prefix(1000)))
-        properties.headers["push-source-queue"] = .string(consumer.queue)
+        properties.headers = FailureHeaders.eventDeadLetter(properties.headers, code: code, message: reason, sourceQueue: consumer.queue)
         properties.persistent = true
         do {
             try await publisher.publish(exchange: "", routingKey: configuration.topology.eventsDeadLetterQueue, body: delivery.body,

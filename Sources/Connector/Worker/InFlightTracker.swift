@@ -28,28 +28,17 @@ final class InFlightTracker: Sendable {
     /// Waits until nothing is in flight or `timeout` passed; returns false (and abandons the
     /// rest) on timeout.
     func drain(timeout: Duration) async -> Bool {
-        let drained = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    let now = self.state.withLock { s -> Bool in
-                        if s.count == 0 { return true }
-                        s.waiters.append(c)
-                        return false
-                    }
-                    if now { c.resume() }
+        await ConnectionLifecycle.drain(within: timeout, giveUp: abandon) {
+            // Released by the last `leave`, or by `abandon` (the timeout's `giveUp`).
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = self.state.withLock { s -> Bool in
+                    if s.count == 0 { return true }
+                    s.waiters.append(c)
+                    return false
                 }
-                return true
+                if now { c.resume() }
             }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            if !first { self.abandon() }  // also releases the waiting child
-            group.cancelAll()
-            return first
         }
-        return drained
     }
 
     /// Gives up on what is in flight (the consumer connection is gone, or the deadline passed):

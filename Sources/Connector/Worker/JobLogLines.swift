@@ -31,7 +31,7 @@ enum JobLogLines {
             case .deadLetter:
                 var dead = record
                 dead.code = m.label
-                log.with(dead.fields).warning("job dead-lettered", ["reason": m.headers[DeadLetterHeader.message]?.stringValue ?? ""])
+                log.with(dead.fields).warning("job dead-lettered", ["reason": m.reason ?? ""])
             }
         }
     }

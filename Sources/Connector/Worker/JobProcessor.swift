@@ -42,39 +42,38 @@ public struct JobProcessor: Sendable {
     /// `stop` is asked once the job got its place in the send window: true (the lane gave up on
     /// the delivery meanwhile) returns no messages and sends nothing.
     public func processJob(body: Data, headers: AMQPTable, stop: @Sendable () -> Bool = { false }) async -> ProcessedJob {
-        var record = JobRecord(attempt: Self.attemptsMade(headers) + 1)
-        let messages = await messages(body: body, headers: headers, record: &record, stop: stop)
+        let history = FailureHeaders.history(headers)
+        var record = JobRecord(attempt: history.attempt)
+        let messages = await messages(body: body, history: history, record: &record, stop: stop)
         record.code = messages.first { $0.kind == .deadLetter }?.label
         return ProcessedJob(messages: messages, record: record)
     }
 
-    private func messages(body: Data, headers: AMQPTable, record: inout JobRecord,
+    private func messages(body: Data, history: DeliveryHistory, record: inout JobRecord,
                           stop: @Sendable () -> Bool) async -> [OutboundMessage] {
         let now = clock()
         let apps = catalog.current
         let attempt = record.attempt
-        let firstFailedAt = headers[DeadLetterHeader.firstFailedAt]?.stringValue.flatMap(Timestamp.init(rfc3339:))
         if body.count > maxJobBytes {
             return [deadLetter(body: body, code: .invalidJob,
                                message: "the job body is \(body.count) bytes, over the limit of \(maxJobBytes) bytes (--max-job-bytes); not parsed",
-                               attempts: attempt - 1, headers: headers, now: now, firstFailedAt: firstFailedAt)]
+                               history: history, now: now)]
         }
         let job: SendJob
         do {
             job = try SendJob.decode(body)
         } catch {
             record.identify(unparsed: body)
-            return [deadLetter(body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
-                               headers: headers, now: now, firstFailedAt: firstFailedAt)]
+            return [deadLetter(body: body, code: .invalidJob, message: error.description, history: history, now: now)]
         }
         record.identify(job, known: apps.registry[job.appID] != nil)
         guard let app = apps.registry[job.appID] else {
             return deadLettered(job, body: body, code: .unknownApp,
                                 message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
-                                attempts: attempt - 1, headers: headers, now: now, firstFailedAt: firstFailedAt)
+                                history: history, now: now)
         }
         if let notAfter = job.notAfter, notAfter < now {
-            return outbound(planner.expired(job, attempts: attempt - 1, now: now), headers: headers, now: now, firstFailedAt: firstFailedAt)
+            return outbound(planner.expired(job, attempts: history.attemptsMade, now: now), history: history, now: now)
         }
         var admitted = 0
         if let window = sendWindow { admitted = await window.acquire(job.target.count) }
@@ -84,14 +83,13 @@ public struct JobProcessor: Sendable {
         do {
             composed = try composer.compose(job, app: app)
         } catch {
-            return deadLettered(job, body: body, code: .invalidJob, message: error.description, attempts: attempt - 1,
-                                headers: headers, now: now, firstFailedAt: firstFailedAt)
+            return deadLettered(job, body: body, code: .invalidJob, message: error.description, history: history, now: now)
         }
         let delivered = await send(composed, app: app, sender: apps.sender)
         var random = SystemRandomNumberGenerator()
         let plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
-                                firstFailedAt: firstFailedAt, now: clock(), random: &random)
-        return outbound(plan, headers: headers, now: clock(), firstFailedAt: firstFailedAt)
+                                firstFailedAt: history.firstFailedAt, now: clock(), random: &random)
+        return outbound(plan, history: history, now: clock())
     }
 
     /// Sends every composed message at once; the FCM client bounds what is really in flight.
@@ -114,72 +112,47 @@ public struct JobProcessor: Sendable {
         }
     }
 
-    func outbound(_ plan: JobPlan, headers: AMQPTable, now: Timestamp, firstFailedAt: Timestamp?) -> [OutboundMessage] {
-        var messages = results(plan.results, headers: headers)
+    /// The plan as messages: results, the retry copy and dead-letter copies, their `push-*`
+    /// headers written from the delivery's `history` (`FailureHeaders`).
+    func outbound(_ plan: JobPlan, history: DeliveryHistory, now: Timestamp) -> [OutboundMessage] {
+        var messages = results(plan.results, history: history)
         if let retry = plan.retry, let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds) {
-            var h = carried(headers)
-            h[DeadLetterHeader.retryAttempt] = .int(Int64(retry.attempts))
-            h[DeadLetterHeader.firstFailedAt] = .string((firstFailedAt ?? now).description)
             messages.append(OutboundMessage(exchange: topology.retryExchange, routingKey: tier.routingKey,
-                                            body: Data(retry.job.encoded().encodedBytes()), headers: h, kind: .retry, label: tier.name))
+                                            body: Data(retry.job.encoded().encodedBytes()),
+                                            headers: FailureHeaders.retry(attempts: retry.attempts, history: history, now: now),
+                                            kind: .retry, label: tier.name))
         }
         for dead in plan.deadLetters {
+            // This delivery's attempt counts: the job was tried.
             messages.append(deadLetter(body: Data(dead.job.encoded().encodedBytes()), code: dead.code, message: dead.message,
-                                       attempts: Self.attemptsMade(headers) + 1,
-                                       headers: headers, now: now, firstFailedAt: firstFailedAt))
+                                       history: history.afterThisAttempt, now: now))
         }
         return messages
     }
 
     /// A decoded job that goes to the DLQ as a whole, its body byte for byte, with a
     /// `dead_lettered` result for each of its targets.
-    private func deadLettered(_ job: SendJob, body: Data, code: DeadLetterCode, message: String, attempts: Int, headers: AMQPTable,
-                              now: Timestamp, firstFailedAt: Timestamp?) -> [OutboundMessage] {
-        results(planner.deadLettered(job, code: code, message: message, attempts: attempts, now: now), headers: headers)
-            + [deadLetter(body: body, code: code, message: message, attempts: attempts, headers: headers, now: now,
-                          firstFailedAt: firstFailedAt)]
+    private func deadLettered(_ job: SendJob, body: Data, code: DeadLetterCode, message: String, history: DeliveryHistory,
+                              now: Timestamp) -> [OutboundMessage] {
+        results(planner.deadLettered(job, code: code, message: message, attempts: history.attemptsMade, now: now), history: history)
+            + [deadLetter(body: body, code: code, message: message, history: history, now: now)]
     }
 
     /// Results as messages for the results exchange, each stamped with the job's replay count
     /// (`push-replays`), which orders the results of one `mn_message_id` (contract).
-    private func results(_ results: [SendResult], headers: AMQPTable) -> [OutboundMessage] {
-        let replays = Self.replays(headers)
-        return results.map { result in
+    private func results(_ results: [SendResult], history: DeliveryHistory) -> [OutboundMessage] {
+        results.map { result in
             var result = result
-            result.replays = replays
+            result.replays = history.replays
             return OutboundMessage(exchange: topology.resultsExchange, routingKey: result.routingKey,
                                    body: Data(result.encoded().encodedBytes()), headers: [:], kind: .result, label: result.outcome.rawValue)
         }
     }
 
-    func deadLetter(body: Data, code: DeadLetterCode, message: String, attempts: Int, headers: AMQPTable,
-                    now: Timestamp, firstFailedAt: Timestamp?) -> OutboundMessage {
-        var h = carried(headers)
-        h[DeadLetterHeader.code] = .string(code.rawValue)
-        h[DeadLetterHeader.message] = .string(String(message.prefix(1000)))
-        h[DeadLetterHeader.attempts] = .int(Int64(attempts))
-        h[DeadLetterHeader.firstFailedAt] = .string((firstFailedAt ?? now).description)
-        h[DeadLetterHeader.lastFailedAt] = .string(now.description)
-        h[DeadLetterHeader.replays] = .int(Int64(Self.replays(headers)))
-        return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body,
-                               headers: h, kind: .deadLetter, label: code.rawValue)
-    }
-
-    /// Attempts made before this delivery, from `push-attempt`; whoever published the message
-    /// wrote it, so it is clamped to a sane range rather than trusted.
-    static func attemptsMade(_ headers: AMQPTable) -> Int {
-        Int(min(max(headers[DeadLetterHeader.retryAttempt]?.intValue ?? 0, 0), 1_000_000))
-    }
-
-    /// Times the job was replayed from the DLQ, from `push-replays`, clamped like `attemptsMade`.
-    static func replays(_ headers: AMQPTable) -> Int {
-        Int(min(max(headers[DeadLetterHeader.replays]?.intValue ?? 0, 0), 1_000_000))
-    }
-
-    /// Headers a copy keeps: the replay count (for the DLQ tools); RabbitMQ's `x-*` are dropped.
-    private func carried(_ headers: AMQPTable) -> AMQPTable {
-        var h: AMQPTable = [:]
-        if let replays = headers[DeadLetterHeader.replays] { h[DeadLetterHeader.replays] = replays }
-        return h
+    /// A dead-letter copy of `body` recording `history`'s attempts (`FailureHeaders.deadLetter`).
+    func deadLetter(body: Data, code: DeadLetterCode, message: String, history: DeliveryHistory, now: Timestamp) -> OutboundMessage {
+        OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body,
+                        headers: FailureHeaders.deadLetter(code: code.rawValue, message: message, history: history, now: now),
+                        kind: .deadLetter, label: code.rawValue, reason: FailureHeaders.reason(message))
     }
 }

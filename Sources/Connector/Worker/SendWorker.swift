@@ -85,43 +85,36 @@ public final class SendWorker: Sendable {
         let outbound = OutboundPublisher(settings: configuration.settings, confirmTimeout: configuration.confirmTimeout,
                                          backoff: configuration.republishBackoff, counters: counters, metrics: metrics, log: log)
         status.lane(lane, publisherConnected: { outbound.isConnected })
-        var failures = 0
-        while !shutdown.isTriggered {
-            do {
-                counters.connectAttempts.add(1, ordering: .relaxed)
-                try await outbound.connected()
-                let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.topology.jobsQueue,
-                                                            prefetch: configuration.prefetch, coalescingAcks: true)
-                log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
-                                       "prefetch": "\(configuration.prefetch)"])
-                failures = 0
-                status.lane(lane, consuming: true)
-                let error = await consume(consumer, outbound, shutdown: shutdown, log: log)
-                status.lane(lane, consuming: false)
-                await consumer.close()
-                if let error {
-                    counters.reconnects.add(1, ordering: .relaxed)
-                    metrics.consumerReconnects.increment()
-                    log.warning("consumer connection lost, reconnecting", ["error": "\(error)"])
-                }
-            } catch {
-                failures += 1
-                let backoff = configuration.reconnectBackoff.delay(afterFailures: failures)
-                log.warning("cannot connect, retrying", ["error": "\(error)", "in": "\(backoff)"])
-                await shutdown.sleep(for: backoff)
+        let lifecycle = ConnectionLifecycle(backoff: configuration.reconnectBackoff, shutdown: shutdown)
+        // A session fails (and backs off) only when it cannot connect; a lost consumer connection
+        // reconnects at once.
+        await lifecycle.run({
+            counters.connectAttempts.add(1, ordering: .relaxed)
+            try await outbound.connected()
+            let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.topology.jobsQueue,
+                                                        prefetch: configuration.prefetch, coalescingAcks: true)
+            log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
+                                   "prefetch": "\(configuration.prefetch)"])
+            status.lane(lane, consuming: true)
+            let error = await consume(consumer, outbound, lifecycle: lifecycle, log: log)
+            status.lane(lane, consuming: false)
+            await consumer.close()
+            if let error {
+                counters.reconnects.add(1, ordering: .relaxed)
+                metrics.consumerReconnects.increment()
+                log.warning("consumer connection lost, reconnecting", ["error": "\(error)"])
             }
-        }
+        }, onFailure: { error, backoff in
+            log.warning("cannot connect, retrying", ["error": "\(error)", "in": "\(backoff)"])
+        })
         await outbound.close()
     }
 
     /// Consumes until the stream ends; returns the error that ended it (nil: clean shutdown).
-    private func consume(_ consumer: AMQPConsumer, _ outbound: OutboundPublisher, shutdown: ShutdownSignal,
+    private func consume(_ consumer: AMQPConsumer, _ outbound: OutboundPublisher, lifecycle: ConnectionLifecycle,
                          log: Logger) async -> (any Error)? {
         let tracker = InFlightTracker()
-        let watcher = Task {
-            await shutdown.wait()
-            consumer.cancel()
-        }
+        let watcher = lifecycle.watchShutdown { consumer.cancel() }
         defer { watcher.cancel() }
         var streamError: (any Error)?
         do {

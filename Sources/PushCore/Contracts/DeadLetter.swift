@@ -27,4 +27,6 @@ public enum DeadLetterHeader {
     public static let replays = "push-replays"
     /// Attempts made so far on a job travelling through the retry tiers.
     public static let retryAttempt = "push-attempt"
+    /// The queue an events DLQ message was consumed from.
+    public static let sourceQueue = "push-source-queue"
 }
