@@ -29,15 +29,13 @@ import Testing
         let lifecycle = ConnectionLifecycle(backoff: Backoff(initial: .seconds(3600), max: .seconds(3600)), shutdown: shutdown)
         let sessions = Atomic<Int>(0)
         let (failed, failure) = AsyncStream.makeStream(of: Void.self)
-        let runner = Task {
-            await lifecycle.run({
-                sessions.add(1, ordering: .relaxed)
-                throw Refused()
-            }, onFailure: { _, _ in failure.yield() })
-        }
+        async let run: Void = lifecycle.run({
+            sessions.add(1, ordering: .relaxed)
+            throw Refused()
+        }, onFailure: { _, _ in failure.yield() })
         for await _ in failed { break }
         shutdown.trigger()
-        await runner.value  // would wait an hour (and hit the time limit) if the backoff ignored shutdown
+        await run  // would wait an hour (and hit the time limit) if the backoff ignored shutdown
         #expect(sessions.load(ordering: .relaxed) == 1)
     }
 
