@@ -1,6 +1,7 @@
 import AMQP
 import Foundation
 import PushCore
+import Synchronization
 
 /// Turns one job delivery into the messages it causes: decode, find the App ID,
 /// check `not_after`, compose, send every target concurrently, plan, and express the plan as
@@ -16,9 +17,11 @@ public struct JobProcessor: Sendable {
     public var maxJobBytes = JobProcessor.defaultMaxJobBytes
     /// 1 MiB: far above the largest valid job (1 000 recipients with their data).
     public static let defaultMaxJobBytes = 1 << 20
-    /// When set, a job takes a permit per recipient before it is composed and gives them back
-    /// once sent (`SendWindow`): what is composed and waiting for FCM stays near the FCM window.
+    /// When set, each target of a job takes a permit before it is composed and gives it back
+    /// once sent (`SendWindow`): what is composed and waiting for FCM stays within the FCM window.
     var sendWindow: SendWindow?
+    /// Counts composed messages not yet sent, with their high-water mark (tests; nil otherwise).
+    var unsentGauge: HighWaterGauge?
 
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
         self.catalog = catalog
@@ -75,41 +78,77 @@ public struct JobProcessor: Sendable {
         if let notAfter = job.notAfter, notAfter < now {
             return outbound(planner.expired(job, attempts: history.attemptsMade, now: now), history: history, now: now)
         }
-        var admitted = 0
-        if let window = sendWindow { admitted = await window.acquire(job.target.count) }
-        defer { sendWindow?.release(admitted) }
-        if admitted > 0 && stop() { return [] }
-        let composed: [CompositionOutcome]
+        let prepared: PreparedJob
         do {
-            composed = try composer.compose(job, app: app)
+            prepared = try composer.prepare(job, app: app)
         } catch {
             return deadLettered(job, body: body, code: .invalidJob, message: error.description, history: history, now: now)
         }
-        let delivered = await send(composed, app: app, sender: apps.sender)
+        guard let (composed, delivered) = await send(prepared, app: app, sender: apps.sender, stop: stop) else { return [] }
         var random = SystemRandomNumberGenerator()
         let plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
                                 firstFailedAt: history.firstFailedAt, now: clock(), random: &random)
         return outbound(plan, history: history, now: clock())
     }
 
-    /// Sends every composed message at once; the FCM client bounds what is really in flight.
-    /// A target whose task is cancelled before it starts is left out and planned as a retry.
-    private func send(_ composed: [CompositionOutcome], app: AppConfiguration, sender: any PushSender) async -> [Int: DeliveryOutcome] {
-        if composed.count == 1, case .message(let message) = composed[0] {  // the common case: no task group, no child task
-            if Task.isCancelled { return [:] }
-            return [message.recipientIndex: await sender.send(message.body, app: app)]
+    /// Composes and sends the job's targets one by one, each after taking a permit of the send
+    /// window and giving it back once sent: what is composed and not yet sent stays within the
+    /// window however many recipients the job has (it never needs the whole window at once).
+    /// Sends run concurrently; the FCM client bounds what is really in flight.
+    ///
+    /// Returns every target's composition outcome, in order (without the request bodies once
+    /// sent), and what sending gave by recipient index; nil when `stop` said so before anything
+    /// was sent. After `stop` (the lane gave up) or cancellation, the remaining targets are
+    /// composed but not sent: they are planned as not sent (retry), never sent twice.
+    private func send(_ prepared: PreparedJob, app: AppConfiguration, sender: any PushSender,
+                      stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
+        let window = sendWindow
+        let count = prepared.targetCount
+        if count == 1 {  // the common case: no task group, no child task
+            if let window { _ = await window.acquire(1) }
+            defer { window?.release(1) }
+            if stop() { return nil }
+            let outcome = prepared.compose(0)
+            guard case .message(let message) = outcome, !Task.isCancelled else { return ([outcome], [:]) }
+            unsentGauge?.composed()
+            let delivered = await sender.send(message.body, app: app)
+            unsentGauge?.sent()
+            return ([outcome.settled], [0: delivered])
         }
-        return await withTaskGroup(of: (Int, DeliveryOutcome?).self) { group in
-            for case .message(let message) in composed {
+        var composed: [CompositionOutcome] = []
+        composed.reserveCapacity(count)
+        let delivered = DeliveredOutcomes()
+        let gauge = unsentGauge
+        var sending = true
+        var stoppedFirst = false
+        await withDiscardingTaskGroup { group in
+            for index in 0..<count {
+                if sending {
+                    if let window { _ = await window.acquire(1) }
+                    if stop() || Task.isCancelled {
+                        sending = false
+                        window?.release(1)
+                        stoppedFirst = index == 0 && stop()
+                        if stoppedFirst { return }
+                    }
+                }
+                let outcome = prepared.compose(index)
+                composed.append(outcome.settled)
+                guard sending, case .message(let message) = outcome else {
+                    if sending { window?.release(1) }  // an invalid target gives its permit back at once
+                    continue
+                }
+                gauge?.composed()
                 group.addTask {
-                    if Task.isCancelled { return (message.recipientIndex, nil) }
-                    return (message.recipientIndex, await sender.send(message.body, app: app))
+                    let outcome = await sender.send(message.body, app: app)
+                    gauge?.sent()
+                    window?.release(1)
+                    delivered.record(outcome, at: index)
                 }
             }
-            var delivered: [Int: DeliveryOutcome] = [:]
-            for await (index, outcome) in group { if let outcome { delivered[index] = outcome } }
-            return delivered
         }
+        if stoppedFirst { return nil }
+        return (composed, delivered.all)
     }
 
     /// The plan as messages: results, the retry copy and dead-letter copies, their `push-*`
@@ -155,4 +194,11 @@ public struct JobProcessor: Sendable {
                         headers: FailureHeaders.deadLetter(code: code.rawValue, message: message, history: history, now: now),
                         kind: .deadLetter, label: code.rawValue, reason: FailureHeaders.reason(message))
     }
+}
+
+/// What the sends of one job gave, by recipient index, written by its concurrent send tasks.
+private final class DeliveredOutcomes: Sendable {
+    private let outcomes = Mutex<[Int: DeliveryOutcome]>([:])
+    func record(_ outcome: DeliveryOutcome, at index: Int) { outcomes.withLock { $0[index] = outcome } }
+    var all: [Int: DeliveryOutcome] { outcomes.withLock { $0 } }
 }

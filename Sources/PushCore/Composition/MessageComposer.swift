@@ -52,20 +52,22 @@ public struct MessageComposer: Sendable {
     /// The outcome for every target of the job, in recipient order; throws (as `INVALID_JOB`)
     /// when the job itself is unsendable (see `jobIssues`).
     public func compose(_ job: SendJob, app: AppConfiguration) throws(ContractError) -> [CompositionOutcome] {
+        let prepared = try prepare(job, app: app)
+        return (0..<prepared.targetCount).map(prepared.compose)
+    }
+
+    /// The job's shared part, merged and checked once, ready to compose its targets one at a
+    /// time (`PreparedJob.compose(_:)`); throws (as `INVALID_JOB`) when the job itself is
+    /// unsendable (see `jobIssues`).
+    public func prepare(_ job: SendJob, app: AppConfiguration) throws(ContractError) -> PreparedJob {
         let problems = jobIssues(job, app: app)
         guard problems.isEmpty else { throw ContractError(document: "send job", issues: problems) }
         let type = job.messageType ?? app.defaultMessageType
         let shared = sharedSections(job, app: app, type: type)
-        switch job.target {
-        case .recipients(let list):
-            return list.indices.map { i in
-                compose(job, shared: shared, recipientData: list[i].data, target: ("token", list[i].token), index: i)
-            }
-        case .topic(let topic):
-            return [compose(job, shared: shared, recipientData: [:], target: ("topic", topic), index: 0)]
-        case .condition(let condition):
-            return [compose(job, shared: shared, recipientData: [:], target: ("condition", condition), index: 0)]
-        }
+        var probe = shared.message
+        probe["data"] = .object(shared.data.mapValues(JSONValue.string))
+        return PreparedJob(job: job, validator: validator, message: shared.message, data: shared.data,
+                           sharedIsClean: validator.sharedIssues(message: probe).isEmpty)
     }
 
     /// Everything but `data` and the target: the same for every recipient of the job.
@@ -94,22 +96,5 @@ public struct MessageComposer: Sendable {
             message["apns"] = (message["apns"] ?? .object([:])).deepMerged(with: background)
         }
         return (message, app.defaultPayload.merging(job.data) { _, job in job })
-    }
-
-    private func compose(_ job: SendJob, shared: (message: [String: JSONValue], data: [String: String]),
-                         recipientData: [String: String], target: (key: String, value: String), index: Int) -> CompositionOutcome {
-        let id = MessageID.resolve(job: job, recipientIndex: index)
-        var data = recipientData.isEmpty ? shared.data : shared.data.merging(recipientData) { _, r in r }
-        data["mn_message_id"] = id
-        var message = shared.message
-        message["data"] = .object(data.mapValues(JSONValue.string))
-        message[target.key] = .string(target.value)
-        let value = JSONValue.object(message)
-        let issues = validator.validate(message: value)
-        guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
-        var body: [String: JSONValue] = ["message": value]
-        if job.validateOnly { body["validate_only"] = .bool(true) }
-        return .message(ComposedMessage(recipientIndex: index, mnMessageID: id, message: value,
-                                        body: JSONValue.object(body).encodedBytes()))
     }
 }

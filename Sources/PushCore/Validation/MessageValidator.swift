@@ -22,12 +22,37 @@ public struct MessageValidator: Sendable {
         var issues = FCMMessageSchema.message.check(m, path: "message")
         issues += targetIssues(m)
         if let data = m["data"]?.objectValue { issues += dataKeyIssues(data, path: "message.data") }
-        if let image = m["notification"]?["image"]?.stringValue, !isHTTPS(image) {
-            issues.append(ContractIssue(.imageURL, field: "message.notification.image", "must be an https:// URL"))
-        }
-        issues += ruleIssues(m, path: "message")
+        issues += imageAndRuleIssues(m)
         if issues.isEmpty { issues += sizeIssues(m) }
         return issues
+    }
+
+    /// The issues of a message that do not depend on its target or on the size: names and kinds,
+    /// data keys, URLs and value rules. For a job's shared part (its `data` without the
+    /// recipient's, no target): when it has none, a recipient's message can only break
+    /// `recipientIssues` and the size limit, so those alone give `validate(message:)`'s answer.
+    public func sharedIssues(message m: [String: JSONValue]) -> [ContractIssue] {
+        var issues = FCMMessageSchema.message.check(m, path: "message")
+        if let data = m["data"]?.objectValue { issues += dataKeyIssues(data, path: "message.data") }
+        return issues + imageAndRuleIssues(m)
+    }
+
+    /// The issues of what one recipient adds to a clean shared part (see `sharedIssues`): its
+    /// target and its own data keys, in `validate(message:)`'s order.
+    public func recipientIssues(target: (key: String, value: String), dataKeys: some Collection<String>) -> [ContractIssue] {
+        targetValueIssues(key: target.key, value: target.value)
+            + dataKeys.sorted().compactMap { MessageValidator.dataKeyIssue($0, field: "message.data.\($0)") }
+    }
+
+    /// The size issue of a message whose compact encoding is `encodedCount` bytes and whose
+    /// target member is `target`: the same figure as `validate(message:)` without encoding again.
+    /// (Keys are written sorted and a message has `data` besides its target, so dropping the
+    /// target drops exactly `"key":"value"` and one comma.)
+    public func sizeIssues(encodedCount: Int, target: (key: String, value: String)) -> [ContractIssue] {
+        var member: [UInt8] = []
+        JSONValue.writeString(target.key, to: &member)
+        JSONValue.writeString(target.value, to: &member)
+        return sizeIssues(payloadBytes: encodedCount - member.count - 2, isTopic: target.key != "token")
     }
 
     /// Issues of option sections alone (an App ID's extra options, a job's options).
@@ -54,20 +79,29 @@ public struct MessageValidator: Sendable {
         guard present.count == 1 else {
             return [ContractIssue(.targetCount, field: "message", "exactly one of token, topic, condition is required, got \(present.count)")]
         }
-        if let token = m["token"]?.stringValue {
+        for key in present {
+            if let value = m[key]?.stringValue { return targetValueIssues(key: key, value: value) }
+        }
+        return []
+    }
+
+    private func targetValueIssues(key: String, value: String) -> [ContractIssue] {
+        switch key {
+        case "token":
+            let token = value
             if token.isEmpty || token.utf8.count > 4096 || token.utf8.contains(where: { $0 <= 0x20 }) {
                 return [ContractIssue(.invalidToken, field: "message.token", "must be a non-empty registration token without spaces")]
             }
-        }
-        if let topic = m["topic"]?.stringValue {
+        case "topic":
+            let topic = value
             if topic.hasPrefix("/topics/") {
                 return [ContractIssue(.topicName, field: "message.topic", "give the topic name without the /topics/ prefix")]
             }
             if topic.isEmpty || !topic.utf8.allSatisfy(MessageValidator.isTopicByte) {
                 return [ContractIssue(.topicName, field: "message.topic", "must match [a-zA-Z0-9-_.~%]+, got \"\(topic)\"")]
             }
-        }
-        if let condition = m["condition"]?.stringValue {
+        case "condition":
+            let condition = value
             let topics = condition.split(separator: "in topics", omittingEmptySubsequences: false).count - 1
             if condition.isEmpty || topics == 0 {
                 return [ContractIssue(.condition, field: "message.condition", "must combine topics, e.g. 'a' in topics && 'b' in topics")]
@@ -75,8 +109,18 @@ public struct MessageValidator: Sendable {
             if topics > maxConditionTopics {
                 return [ContractIssue(.condition, field: "message.condition", "\(topics) topics; FCM allows at most \(maxConditionTopics)")]
             }
+        default:
+            break
         }
         return []
+    }
+
+    private func imageAndRuleIssues(_ m: [String: JSONValue]) -> [ContractIssue] {
+        var issues: [ContractIssue] = []
+        if let image = m["notification"]?["image"]?.stringValue, !isHTTPS(image) {
+            issues.append(ContractIssue(.imageURL, field: "message.notification.image", "must be an https:// URL"))
+        }
+        return issues + ruleIssues(m, path: "message")
     }
 
     /// Value rules of the option sections, at `path` (`message` or an options prefix).
@@ -122,7 +166,10 @@ public struct MessageValidator: Sendable {
         var payload = m
         let isTopic = payload.removeValue(forKey: "topic") != nil || payload.removeValue(forKey: "condition") != nil
         payload.removeValue(forKey: "token")
-        let size = JSONValue.object(payload).encodedBytes().count
+        return sizeIssues(payloadBytes: JSONValue.object(payload).encodedBytes().count, isTopic: isTopic)
+    }
+
+    private func sizeIssues(payloadBytes size: Int, isTopic: Bool) -> [ContractIssue] {
         let limit = isTopic ? maxTopicPayloadBytes : maxPayloadBytes
         guard size > limit else { return [] }
         return [ContractIssue(.payloadTooLarge, field: "message",

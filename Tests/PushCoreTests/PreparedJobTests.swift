@@ -1,0 +1,80 @@
+import Testing
+@testable import PushCore
+
+/// A job prepared once and composed target by target gives, for every target, what checking the
+/// whole message gives: the same request bytes, the same issues in the same order. The expected
+/// outcome here is built by hand (the message as JSON) and judged by `validate(message:)` and
+/// the generic JSON writer, not by the per-recipient shortcut under test.
+@Suite(.timeLimit(.minutes(1))) struct PreparedJobTests {
+    static let cleanApp = AppConfiguration(appID: "clean", projectID: "p", credentialsFile: "/dev/null",
+                                           defaultPayload: ["pushdata.source": "crm"],
+                                           extraOptions: ["android": ["priority": "high"]])
+    /// Its shared part breaks rules by itself: every message is checked whole.
+    static let dirtyApp = AppConfiguration(appID: "dirty", projectID: "p", credentialsFile: "/dev/null",
+                                           defaultPayload: ["gcm.reserved": "x"],
+                                           extraOptions: ["android": ["priority": "urgent"]])
+
+    /// What composing target `index` of `job` must give, from the message written out by hand.
+    func expected(_ job: SendJob, app: AppConfiguration, index: Int, target: (String, String),
+                  recipientData: [String: String]) -> CompositionOutcome {
+        let id = MessageID.resolve(job: job, recipientIndex: index)
+        var data = app.defaultPayload.merging(recipientData) { _, r in r }
+        data["mn_message_id"] = id
+        let message: JSONValue = .object(["android": app.extraOptions["android"]!, "notification": ["title": "T"],
+                                          "data": .object(data.mapValues(JSONValue.string)), target.0: .string(target.1)])
+        let issues = MessageValidator().validate(message: message)
+        guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
+        var body: [String: JSONValue] = ["message": message]
+        if job.validateOnly { body["validate_only"] = true }
+        return .message(ComposedMessage(recipientIndex: index, mnMessageID: id, message: message,
+                                        body: JSONValue.object(body).encodedBytes()))
+    }
+
+    func recipientsJob(_ recipients: [Recipient], validateOnly: Bool = false) -> SendJob {
+        SendJob(jobID: "job-1", appID: "a", notification: NotificationContent(title: "T"), target: .recipients(recipients),
+                validateOnly: validateOnly)
+    }
+
+    @Test(arguments: [false, true])
+    func everyRecipientComposesAsTheWholeMessageChecksWhateverItBreaks(validateOnly: Bool) throws {
+        // Bad tokens, reserved and empty data keys, escapes in the token (they count in the size),
+        // and payloads on both sides of the 4096-byte limit.
+        var recipients = [Recipient(token: "ok-1"), Recipient(token: "has space"), Recipient(token: #"q"uo\te"#),
+                          Recipient(token: "d", data: ["from": "x", "": "y", "pushdata.k": "v", "google.z": "w"]),
+                          Recipient(token: "bad token", data: ["gcm.a": "1"]),
+                          Recipient(token: "own-id", mnMessageID: "mnid2m.1.2.3.4.5", data: ["mn_message_id": "ignored"])]
+        for pad in 3_880...3_960 { recipients.append(Recipient(token: #"t"\#(pad)"#, data: ["pad": String(repeating: "é", count: pad / 2)])) }
+        for app in [Self.cleanApp, Self.dirtyApp] {
+            let job = recipientsJob(recipients, validateOnly: validateOnly)
+            let prepared = try MessageComposer().prepare(job, app: app)
+            #expect(prepared.sharedIsClean == (app.appID == "clean"))
+            var sizes: Set<IssueCode?> = []
+            for (i, r) in recipients.enumerated() {
+                let want = expected(job, app: app, index: i, target: ("token", r.token), recipientData: r.data)
+                #expect(prepared.compose(i) == want, "recipient \(i)")
+                if case .invalid(_, _, let issues) = want { sizes.insert(issues.first?.code) } else { sizes.insert(nil) }
+            }
+            #expect(try MessageComposer().compose(job, app: app) == (0..<recipients.count).map(prepared.compose))
+            if app.appID == "clean" {
+                #expect(sizes.isSuperset(of: [nil, .payloadTooLarge, .invalidToken, .reservedDataKey]), "the cases miss a border: \(sizes)")
+            }
+        }
+    }
+
+    @Test func topicsAndConditionsComposeAsTheWholeMessageChecksAroundThe2048ByteLimit() throws {
+        var seen: Set<Bool> = []
+        for pad in 1_880...1_960 {
+            for target in [("topic", "news"), ("condition", #"'a' in topics && 'b\"' in topics"#), ("topic", "/topics/x")] {
+                let data = ["pad": String(repeating: "x", count: pad)]
+                var app = Self.cleanApp
+                app.defaultPayload = data
+                let job = SendJob(jobID: "job-2", appID: "a", notification: NotificationContent(title: "T"),
+                                  target: target.0 == "topic" ? .topic(target.1) : .condition(target.1))
+                let want = expected(job, app: app, index: 0, target: target, recipientData: data)
+                #expect(try MessageComposer().prepare(job, app: app).compose(0) == want, "\(target) pad \(pad)")
+                if case .message = want { seen.insert(true) } else { seen.insert(false) }
+            }
+        }
+        #expect(seen == [true, false], "the pads must cross the limit")
+    }
+}
