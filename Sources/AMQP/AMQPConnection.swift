@@ -196,6 +196,16 @@ final class AMQPConnection {
 
     var raw: amqp_connection_state_t { state }
 
+    /// Holds back partial TCP segments while `on` (TCP_CORK): the frames of many publishes written
+    /// in a row leave in as few segments as fit, instead of one segment (and one wake-up of the
+    /// broker) per publish. Turning it off sends what is held. Best effort: a failure changes
+    /// only how the bytes are packed.
+    func cork(_ on: Bool) {
+        guard socketFD >= 0 else { return }
+        var value: Int32 = on ? 1 : 0
+        _ = setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     // MARK: frames
 
     /// True when frames are already buffered (a `poll` on the socket would not see them).

@@ -268,6 +268,9 @@ public final class ConfirmingPublisher: Sendable {
             while true {
                 let batch = closers.isEmpty ? commands.drain() : []
                 now = .now
+                // Several publishes drained at once go out corked: one segment for all of them.
+                let corked = !flowBlocked && Self.publishCount(batch) > 1
+                if corked { connection.cork(true) }
                 for (index, command) in batch.enumerated() {
                     switch command {
                     case .publish(let m, let confirmed):
@@ -297,6 +300,7 @@ public final class ConfirmingPublisher: Sendable {
                         for late in commands.close() { Self.fail(late, AMQPError.closed("the publisher"), closers: &closers) }
                     }
                 }
+                if corked { connection.cork(false) }  // (a write error above ends the connection anyway)
                 if !closers.isEmpty && (inFlight.waiting.isEmpty || ContinuousClock.now >= closeDeadline) { break }
                 if !flowBlocked, let sentAt = inFlight.oldestSentAt,
                    ContinuousClock.now - max(sentAt, unblockedAt) > options.confirmTimeout {
@@ -346,6 +350,19 @@ public final class ConfirmingPublisher: Sendable {
         for leftover in unprocessed + commands.close() { Self.fail(leftover, failure, closers: &closers) }
         blocked.store(false, ordering: .relaxed)
         for done in closers { done.resume() }
+    }
+
+    /// Messages a drained batch of commands publishes.
+    private static func publishCount(_ batch: [Command]) -> Int {
+        var count = 0
+        for command in batch {
+            switch command {
+            case .publish: count += 1
+            case .publishBatch(let messages, _): count += messages.count
+            case .close: break
+            }
+        }
+        return count
     }
 
     /// Fails a command that will not be executed (a close is kept to be resumed).

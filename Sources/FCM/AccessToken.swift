@@ -7,10 +7,14 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDe
     public let value: String
     /// Wall-clock expiry as announced by `expires_in`.
     public let expiresAt: Date
+    /// The header lines of an FCM send made with this token, built once per token (the transport
+    /// reuses its header list while they stay the same). They hold the token: never log them.
+    let sendHeaders: [String]
 
     public init(value: String, expiresAt: Date) {
         self.value = value
         self.expiresAt = expiresAt
+        sendHeaders = ["Authorization: Bearer " + value, "Content-Type: application/json"]
     }
 
     /// Parses a token endpoint answer `{access_token, expires_in, token_type}` received at `now`.

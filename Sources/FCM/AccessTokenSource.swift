@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Hands out OAuth2 access tokens for service accounts: one cached token per account, refreshed
 /// `refreshMargin` before it expires, with a single refresh in flight however many callers wait.
@@ -17,6 +18,9 @@ public actor AccessTokenSource {
     private let minimumLifetime: TimeInterval
     private let now: @Sendable () -> Date
     private var entries: [String: Entry] = [:]
+    /// The tokens of `entries` still before their refresh time, readable without the actor hop
+    /// (`cachedToken`); written by the actor whenever it stores or drops a token.
+    private nonisolated let fresh = Mutex<[String: (token: AccessToken, refreshAt: Date)]>([:])
     /// How many token requests were sent to token endpoints (for metrics and tests).
     public private(set) var fetchCount = 0
 
@@ -36,6 +40,13 @@ public actor AccessTokenSource {
     private static func seconds(_ duration: Duration) -> TimeInterval {
         let (seconds, attoseconds) = duration.components
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
+    }
+
+    /// The cached token for `account` when it is not yet due for a refresh (what `token(for:)`
+    /// would return at once), read without entering the actor; nil otherwise.
+    public nonisolated func cachedToken(for account: ServiceAccount) -> AccessToken? {
+        guard let cached = fresh.withLock({ $0[account.cacheKey] }), now() < cached.refreshAt else { return nil }
+        return cached.token
     }
 
     /// A token for `account` that is valid for at least `refreshMargin` (fetching one if needed);
@@ -71,9 +82,11 @@ public actor AccessTokenSource {
             let token = try await refresh.value
             if entries[key]?.refresh == refresh {
                 let lifetime = token.expiresAt.timeIntervalSince(now())
+                let refreshAt = token.expiresAt.addingTimeInterval(-min(refreshMargin, max(lifetime, 0) / 2))
                 entries[key]?.refresh = nil
                 entries[key]?.token = token
-                entries[key]?.refreshAt = token.expiresAt.addingTimeInterval(-min(refreshMargin, max(lifetime, 0) / 2))
+                entries[key]?.refreshAt = refreshAt
+                fresh.withLock { $0[key] = (token, refreshAt) }
             }
             return token
         } catch {
@@ -90,6 +103,7 @@ public actor AccessTokenSource {
         if entries[key]?.token == token {
             entries[key]?.token = nil
             entries[key]?.refreshAt = nil
+            fresh.withLock { $0[key] = nil }
         }
     }
 

@@ -4,6 +4,11 @@ import Synchronization
 
 /// One thread driving one curl multi handle: HTTP/2 multiplexed connections, pooled easy
 /// handles, new requests picked up from a locked queue after `curl_multi_wakeup`.
+///
+/// Wake-ups: a submit calls `curl_multi_wakeup` only when it makes the inbox non-empty. The lane
+/// takes the whole inbox at the top of each pass and sleeps only in `curl_multi_poll`, which
+/// returns on a pending wakeup; so a non-empty inbox always has a wakeup pending or a pass coming,
+/// and a burst of submits costs one wakeup and one pass, not one each.
 final class CurlLane: @unchecked Sendable {
     private struct Inbox {
         var queue: [CurlTransfer] = []
@@ -17,6 +22,9 @@ final class CurlLane: @unchecked Sendable {
     // Lane-thread state.
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    /// The header lists of the last few distinct header sets, reused by requests carrying the
+    /// same lines (a bearer token per service account: a list is built when a token changes).
+    private var headerLists: [CurlHeaderList] = []
 
     init(configuration: CurlTransportConfiguration, name: String) {
         CurlGlobal.initialize()
@@ -39,7 +47,7 @@ final class CurlLane: @unchecked Sendable {
         let accepted = inbox.withLock { inbox -> Bool in
             guard !inbox.closed else { return false }
             inbox.queue.append(transfer)
-            curl_multi_wakeup(multi)
+            if inbox.queue.count == 1 { curl_multi_wakeup(multi) }
             return true
         }
         if !accepted {
@@ -89,7 +97,7 @@ final class CurlLane: @unchecked Sendable {
             transfer.finish(.failure(TransportError(kind: .other, message: "curl_easy_init failed")))
             return
         }
-        let body = transfer.prepare()
+        let body = transfer.prepare(headers: headerList(for: transfer.request.headers))
         let url = transfer.request.url
         url.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_URL, $0) }
         let cleartext = url.hasPrefix("http://")
@@ -115,6 +123,14 @@ final class CurlLane: @unchecked Sendable {
             idleHandles.append(easy)
             transfer.finish(.failure(TransportError(kind: .other, message: String(cString: curl_multi_strerror(added)))))
         }
+    }
+
+    private func headerList(for headers: [String]) -> CurlHeaderList {
+        if let known = headerLists.first(where: { $0.headers == headers }) { return known }
+        let list = CurlHeaderList(headers)
+        headerLists.insert(list, at: 0)
+        if headerLists.count > 8 { headerLists.removeLast() }  // transfers still using it keep it alive
+        return list
     }
 
     private func collectCompleted() {

@@ -1,15 +1,16 @@
 import CCurl
 
-/// One request travelling through a lane: owns the C copies of the body and header list for
-/// the lifetime of the transfer and accumulates the response. Touched only by its lane's thread
-/// after submission.
+/// One request travelling through a lane: owns the C copy of the body and holds the header list
+/// for the lifetime of the transfer, and accumulates the response. Touched only by its lane's
+/// thread after submission.
 final class CurlTransfer: @unchecked Sendable {
     typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
 
     let request: HTTPRequest
     private let completion: Completion
     private var body: UnsafeMutableRawBufferPointer?
-    private(set) var headerList: UnsafeMutablePointer<curl_slist>?
+    private var headers: CurlHeaderList?
+    var headerList: UnsafeMutablePointer<curl_slist>? { headers?.list }
     var responseBody: [UInt8] = []
     var retryAfter: String?
     /// The largest body kept (the transport's `maxResponseBytes`), set before the transfer starts.
@@ -33,8 +34,9 @@ final class CurlTransfer: @unchecked Sendable {
         self.completion = completion
     }
 
-    /// Copies the body and builds the header list; returns the body pointer for CURLOPT_POSTFIELDS.
-    func prepare() -> UnsafeRawPointer? {
+    /// Copies the body and keeps `headers` (built from `request.headers`) until the transfer
+    /// ends; returns the body pointer for CURLOPT_POSTFIELDS.
+    func prepare(headers: CurlHeaderList) -> UnsafeRawPointer? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
         request.body.withUnsafeBytes { source in
             if let base = source.baseAddress, source.count > 0 {
@@ -42,17 +44,13 @@ final class CurlTransfer: @unchecked Sendable {
             }
         }
         body = buffer
-        var list: UnsafeMutablePointer<curl_slist>?
-        for header in request.headers { list = curl_slist_append(list, header) }
-        list = curl_slist_append(list, "Expect:")
-        headerList = list
+        self.headers = headers
         return UnsafeRawPointer(buffer.baseAddress)
     }
 
     /// Frees the C resources and resumes the waiting task.
     func finish(_ result: Result<HTTPResponse, TransportError>) {
-        if let headerList { curl_slist_free_all(headerList) }
-        headerList = nil
+        headers = nil
         body?.deallocate()
         body = nil
         completion.resume(returning: result)
@@ -87,4 +85,20 @@ final class CurlTransfer: @unchecked Sendable {
         while let last = value.last, blank.contains(last) { value = value.dropLast() }
         return String(decoding: value, as: UTF8.self)
     }
+}
+
+/// A curl header list (the request's lines plus `Expect:`), shared by the transfers that carry the
+/// same header lines and freed when the last of them and the lane let go of it. Lane thread only.
+final class CurlHeaderList {
+    let headers: [String]
+    let list: UnsafeMutablePointer<curl_slist>?
+
+    init(_ headers: [String]) {
+        self.headers = headers
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers { list = curl_slist_append(list, header) }
+        self.list = curl_slist_append(list, "Expect:")
+    }
+
+    deinit { curl_slist_free_all(list) }
 }

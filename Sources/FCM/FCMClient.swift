@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// FCM HTTP v1 client: `send` one composed message and get its classified outcome.
 ///
@@ -39,6 +40,8 @@ public final class FCMClient: Sendable {
     public let rateLimiter: ProjectRateLimiter
     private let transport: any HTTPTransport
     private let ownsTransport: CurlTransport?
+    /// `messages:send` URLs by project id, built once.
+    private let sendURLs = Mutex<[String: String]>([:])
 
     /// A client with its own libcurl transport.
     public convenience init(configuration: Configuration = Configuration()) {
@@ -78,19 +81,21 @@ public final class FCMClient: Sendable {
                                          message: "project \(projectID) is paused or over its send quota"),
                               retryAfter: delay)
         }
-        let url = configuration.baseURL + "/v1/projects/" + projectID + "/messages:send"
+        let url = sendURL(projectID)
         var refreshedAfter401 = false
         var resendsLeft = configuration.resendsAfterConnectionLoss
         while true {
             let token: AccessToken
-            do {
-                token = try await tokens.token(for: credentials)
-            } catch {
-                return pausingOnConfigurationFailure(Self.outcome(for: error), projectID: projectID)
+            if let cached = tokens.cachedToken(for: credentials) {
+                token = cached  // the common case: no hop to the token source's actor
+            } else {
+                do {
+                    token = try await tokens.token(for: credentials)
+                } catch {
+                    return pausingOnConfigurationFailure(Self.outcome(for: error), projectID: projectID)
+                }
             }
-            let request = HTTPRequest(url: url, headers: ["Authorization: Bearer " + token.value,
-                                                          "Content-Type: application/json"],
-                                      body: messageBody)
+            let request = HTTPRequest(url: url, headers: token.sendHeaders, body: messageBody)
             configuration.observer?.exchangeStarted()
             let started = ContinuousClock.now
             let answer = await transport.send(request)
@@ -119,6 +124,15 @@ public final class FCMClient: Sendable {
                     return pausingOnConfigurationFailure(outcome, projectID: projectID)
                 }
             }
+        }
+    }
+
+    private func sendURL(_ projectID: String) -> String {
+        sendURLs.withLock { urls in
+            if let url = urls[projectID] { return url }
+            let url = configuration.baseURL + "/v1/projects/" + projectID + "/messages:send"
+            if urls.count < 10_000 { urls[projectID] = url }
+            return url
         }
     }
 

@@ -17,6 +17,8 @@ public struct ServiceAccount: Sendable, Hashable, CustomStringConvertible, Custo
     public let clientEmail: String
     /// The OAuth2 token endpoint (JWT audience and POST target).
     public let tokenURI: String
+    /// Identity used to cache access tokens: one token per account key (made once, read per send).
+    let cacheKey: String
 
     public init(type: String = "service_account", projectID: String, privateKeyID: String,
                 privateKey: String, clientEmail: String, tokenURI: String) {
@@ -26,6 +28,7 @@ public struct ServiceAccount: Sendable, Hashable, CustomStringConvertible, Custo
         self.privateKey = privateKey
         self.clientEmail = clientEmail
         self.tokenURI = tokenURI
+        cacheKey = clientEmail + "\u{0}" + privateKeyID + "\u{0}" + tokenURI
     }
 
     /// Loads and validates a service-account key file. An `http://` `token_uri` is refused
@@ -79,9 +82,6 @@ public struct ServiceAccount: Sendable, Hashable, CustomStringConvertible, Custo
                               privateKeyID: try field("private_key_id"), privateKey: privateKey,
                               clientEmail: clientEmail, tokenURI: tokenURI)
     }
-
-    /// Identity used to cache access tokens: one token per account key.
-    var cacheKey: String { clientEmail + "\u{0}" + privateKeyID + "\u{0}" + tokenURI }
 
     public var description: String {
         "ServiceAccount(project_id: \(projectID), client_email: \(clientEmail), private_key_id: \(privateKeyID), private_key: <redacted>)"

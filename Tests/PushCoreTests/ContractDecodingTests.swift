@@ -195,6 +195,29 @@ import Testing
         #expect(old.replays == 0)
     }
 
+    /// The worker writes results straight to bytes; they must be the contract encoder's bytes
+    /// exactly (compact, keys sorted), with and without every optional part and with characters
+    /// that need escaping.
+    @Test func resultBytesAreTheContractEncodersBytes() {
+        let at = Timestamp(secondsSince1970: 1_800_000_000.75)
+        let results = [
+            SendResult(jobID: "j-1", appID: "shop", mnMessageID: "mnid2m.1.2.3.4.5", campaign: "winter \"sale\"\n", target: ("token", "t/é"),
+                       outcome: .sent, fcmMessageName: "projects/p/messages/1", attempts: 1, completedAt: at),
+            SendResult(jobID: "j", appID: "shop", mnMessageID: "m", campaign: nil, target: ("topic", "news"), outcome: .invalidToken,
+                       error: ResultError(code: "UNREGISTERED", httpStatus: 404, message: "gone\t\u{01}"), attempts: 12,
+                       completedAt: Timestamp(secondsSince1970: -5), replays: 1_000_000),
+            SendResult(jobID: "j", appID: "a", mnMessageID: "m", campaign: "", target: ("condition", "'a' in topics"),
+                       outcome: .deadLettered, error: ResultError(code: "UNKNOWN_APP", message: ""), attempts: 0,
+                       completedAt: Timestamp(secondsSince1970: 1e300), replays: 0),
+        ]
+        for result in results {
+            #expect(String(decoding: result.encodedBytes(), as: UTF8.self) == result.encoded().encodedString())
+        }
+        #expect(String(decoding: results[0].encodedBytes(), as: UTF8.self) == #"{"app_id":"shop","attempts":1,"campaign":"winter \"sale\"\n","#
+            + #""completed_at":"2027-01-15T08:00:00Z","fcm_message_name":"projects/p/messages/1","job_id":"j-1","#
+            + #""mn_message_id":"mnid2m.1.2.3.4.5","outcome":"sent","replays":0,"target":{"token":"t/é"}}"#)
+    }
+
     /// The contract's latest-outcome rule: replays first, then completed_at (whole seconds), then
     /// an outcome that reached FCM over dead_lettered.
     @Test func latestOutcomeOrdersByReplaysThenTimeThenNotDeadLettered() {

@@ -26,6 +26,8 @@ public final class WorkerMetrics: FCMExchangeObserver {
     /// Outbound messages published and not yet confirmed by the broker.
     public let confirmsPending: Gauge
     private let transportFailures: Counter
+    /// `fcmResponses` for the usual statuses, resolved once (no label lookup per answer).
+    private let fcmStatus200: Counter
 
     /// The App ID label of jobs whose App ID is not configured (or unreadable): the label stays
     /// bounded whatever a publisher puts in a job.
@@ -43,6 +45,7 @@ public final class WorkerMetrics: FCMExchangeObserver {
         fcmResponses = r.counter("push_connector_fcm_responses_total", "FCM answers by HTTP status (transport: none arrived)",
                                  labels: ["status"])
         transportFailures = fcmResponses.labels("transport")
+        fcmStatus200 = fcmResponses.labels("200")
         fcmInFlight = r.gauge("push_connector_fcm_requests_in_flight", "FCM send requests awaiting an answer").labels()
         let reconnects = r.counter("push_connector_reconnects_total", "broker connections reopened after a loss", labels: ["connection"])
         consumerReconnects = reconnects.labels("consumer")
@@ -82,6 +85,10 @@ public final class WorkerMetrics: FCMExchangeObserver {
     public func exchangeFinished(status: Int?, duration: Duration) {
         fcmInFlight.decrement()
         fcmDuration.observe(duration)
-        if let status { fcmResponses.labels(String(status)).increment() } else { transportFailures.increment() }
+        switch status {
+        case 200: fcmStatus200.increment()
+        case let status?: fcmResponses.labels(String(status)).increment()
+        case nil: transportFailures.increment()
+        }
     }
 }

@@ -184,7 +184,7 @@ public struct JobProcessor: Sendable {
             var result = result
             result.replays = history.replays
             return OutboundMessage(exchange: topology.resultsExchange, routingKey: result.routingKey,
-                                   body: Data(result.encoded().encodedBytes()), headers: [:], kind: .result, label: result.outcome.rawValue)
+                                   body: Data(result.encodedBytes()), headers: [:], kind: .result, label: result.outcome.rawValue)
         }
     }
 

@@ -56,20 +56,43 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         self.secondsSince1970 = Double(seconds) + fraction
     }
 
-    /// RFC 3339 UTC with whole seconds, e.g. `2026-11-29T21:00:00Z`.
+    /// RFC 3339 UTC with whole seconds, e.g. `2026-11-29T21:00:00Z`. Years 0001…9999 only: a
+    /// hostile or broken value is clamped, never trapped on.
     public var description: String {
-        // Years 0001…9999 only: a hostile or broken value must not trap here.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(20)
+        writeRFC3339(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `description` as UTF-8 without building the string (the worker stamps every result).
+    public func writeRFC3339(to out: inout [UInt8]) {
         let clamped = secondsSince1970.isFinite ? min(max(secondsSince1970, -62_135_596_800), 253_402_300_799) : 0
         let total = Int(clamped.rounded(.down))
         var days = total / 86_400
         var rest = total % 86_400
         if rest < 0 { rest += 86_400; days -= 1 }
         let (y, m, d) = Timestamp.civilFromDays(days)
-        func pad(_ v: Int, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                out.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
         }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rest / 3600, 2)):\(pad(rest / 60 % 60, 2)):\(pad(rest % 60, 2))Z"
+        digits(y, 4)
+        out.append(UInt8(ascii: "-"))
+        digits(m, 2)
+        out.append(UInt8(ascii: "-"))
+        digits(d, 2)
+        out.append(UInt8(ascii: "T"))
+        digits(rest / 3600, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(rest / 60 % 60, 2)
+        out.append(UInt8(ascii: ":"))
+        digits(rest % 60, 2)
+        out.append(UInt8(ascii: "Z"))
     }
 
     // Howard Hinnant's algorithms, proleptic Gregorian calendar.
