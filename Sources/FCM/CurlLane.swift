@@ -19,6 +19,7 @@ final class CurlLane: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let inbox = Mutex(Inbox())
     private let stopped = DispatchSemaphore(value: 0)
+    private let idleWaitMillis: Int32
     // Lane-thread state.
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
@@ -29,6 +30,7 @@ final class CurlLane: @unchecked Sendable {
     init(configuration: CurlTransportConfiguration, name: String) {
         CurlGlobal.initialize()
         self.configuration = configuration
+        idleWaitMillis = Int32(clamping: Self.milliseconds(configuration.laneIdleWait))
         multi = curl_multi_init()
         pc_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
         pc_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
@@ -79,7 +81,7 @@ final class CurlLane: @unchecked Sendable {
             var running: Int32 = 0
             curl_multi_perform(multi, &running)
             collectCompleted()
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            curl_multi_poll(multi, nil, 0, idleWaitMillis, nil)
         }
         for (easy, transfer) in active {
             curl_multi_remove_handle(multi, easy)

@@ -18,6 +18,9 @@ public struct CurlTransportConfiguration: Sendable {
     /// a larger one is garbage (a proxy page, a misdirected URL) and fails the request as a
     /// transport error (`TRANSPORT_RESPONSE_TOO_LARGE`, retryable) instead of being buffered.
     public var maxResponseBytes: Int = 65_536
+    /// Longest sleep of a lane in `curl_multi_poll` when neither a submit nor one of libcurl's
+    /// timers wakes it. Tests raise it, so that a lost wake-up shows as a hang, not a delay.
+    var laneIdleWait: Duration = .seconds(1)
 
     public init() {}
 
