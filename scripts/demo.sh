@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start "run": the whole pipeline on this machine.
 #   1. installs what is missing and builds push-connector and fcm-emulator (release);
-#   2. starts a private RabbitMQ node and the fcm-emulator (FCM HTTP v1 + OAuth2), with a
-#      throwaway service account;
+#   2. starts a private RabbitMQ node and the fcm-emulator (FCM HTTP v1 + OAuth2) over TLS with a
+#      throwaway dev CA (scripts/make-dev-cert.sh; the worker trusts it with --ca-file), with a
+#      throwaway service account whose token_uri is the emulator's https:// /token;
 #   3. declares the topology, starts a worker and the events consumer;
 #   4. publishes the seed document's jobs (Notification + Data with 3 recipients, one of them an
 #      unregistered token; Data-only) and a job for an unknown App ID;
@@ -31,18 +32,23 @@ eval "$(scripts/test-broker.sh start --dir "$broker_dir")"
 export PUSH_CONNECTOR_AMQP_URL=$PUSH_TEST_AMQP_URL
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-echo "== starting fcm-emulator on 127.0.0.1:$port"
-"$bin/fcm-emulator" make-service-account --project shop-prod --token-uri "http://127.0.0.1:$port/token" \
+echo "== starting fcm-emulator on https://127.0.0.1:$port (TLS with a throwaway dev CA, like real FCM)"
+# Over TLS libcurl keeps one HTTP/2 connection for all sends; Debian's libcurl 7.88 opens a new
+# connection per request over plain http:// (h2c). Verification stays on: the worker trusts the CA.
+scripts/make-dev-cert.sh "$state/certs" >/dev/null
+ca="$state/certs/ca.pem"
+"$bin/fcm-emulator" make-service-account --project shop-prod --token-uri "https://127.0.0.1:$port/token" \
   --out .local/demo-service-account.json
-"$bin/fcm-emulator" --listen "127.0.0.1:$port" --service-account .local/demo-service-account.json >"$state/emulator.log" 2>&1 &
+"$bin/fcm-emulator" --listen "127.0.0.1:$port" --tls-cert "$state/certs/server.pem" --tls-key "$state/certs/server-key.pem" \
+  --service-account .local/demo-service-account.json >"$state/emulator.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q "listening on" "$state/emulator.log" && break; sleep 0.1; done
-export PUSH_CONNECTOR_FCM_URL=http://127.0.0.1:$port
+export PUSH_CONNECTOR_FCM_URL=https://127.0.0.1:$port
 
 "$bin/push-connector" config check examples/apps.json
 "$bin/push-connector" topology declare
 echo "== starting the worker"
-"$bin/push-connector" worker --config examples/apps.json --no-declare >"$state/worker.log" 2>&1 &
+"$bin/push-connector" worker --config examples/apps.json --no-declare --ca-file "$ca" >"$state/worker.log" 2>&1 &
 pids+=($!)
 events_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 echo "== starting the events consumer (POST /event on 127.0.0.1:$events_port)"
@@ -71,7 +77,7 @@ for _ in $(seq 50); do
 done
 "$bin/push-connector" stats --db "$state/events.db" --campaign OFFERTA_ESTIVA
 echo "== what FCM (the emulator) received"
-curl -s "http://127.0.0.1:$port/_emulator/messages" | python3 -m json.tool > "$state/emulator-messages.json"
+curl -s --cacert "$ca" "https://127.0.0.1:$port/_emulator/messages" | python3 -m json.tool > "$state/emulator-messages.json"
 head -40 "$state/emulator-messages.json"; echo "   … (all of it in $state/emulator-messages.json)"
 echo "== dead-letter queue"
 "$bin/push-connector" dlq list

@@ -3,8 +3,9 @@ import Foundation
 import PushCore
 import Synchronization
 
-/// Turns one job delivery into the messages it causes: decode, find the App ID,
-/// check `not_after`, compose, send every target concurrently, plan, and express the plan as
+/// Turns one job delivery into the messages it causes: decode, find the App ID, check
+/// `not_after`, prepare the job's shared part, compose and send its targets one by one through
+/// the send window (the sends run concurrently), plan, and express the plan as
 /// results, a retry copy and dead-letter copies. It never throws: bad input is data (a
 /// dead-letter copy with a reason), so the worker keeps consuming whatever arrives.
 public struct JobProcessor: Sendable {

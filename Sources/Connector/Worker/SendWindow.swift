@@ -1,12 +1,12 @@
 import Synchronization
 
-/// How many recipients the process composes and sends at once (`--max-in-flight`): a job takes
-/// as many permits as it has recipients (at most the whole window) before it is composed, and
-/// gives them back once its sends are done. Jobs beyond it wait holding their delivery only, so
-/// memory follows the sends in flight, not the prefetch times the recipients per job.
+/// How many recipients the process composes and sends at once (`--max-in-flight`): each target
+/// of a job takes a permit before it is composed and gives it back once sent (`JobProcessor`).
+/// Targets beyond it wait with nothing composed, so memory follows the sends in flight, not the
+/// prefetch times the recipients per job.
 ///
-/// First come, first served: a large job at the head waits for its share rather than being
-/// overtaken forever by small ones.
+/// First come, first served: a waiter asking for several permits at the head waits for its
+/// share rather than being overtaken forever by smaller ones.
 final class SendWindow: Sendable {
     private struct Waiter {
         var weight: Int
