@@ -1,7 +1,7 @@
 import CCurl
 
-/// One request travelling through a lane: owns the C copy of the body and holds the header list
-/// for the lifetime of the transfer, and accumulates the response. Touched only by its lane's
+/// One request travelling through a curl loop: owns the C copy of the body and holds the header list
+/// for the lifetime of the transfer, and accumulates the response. Touched only by its loop's
 /// thread after submission.
 final class CurlTransfer: @unchecked Sendable {
     typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
@@ -88,7 +88,7 @@ final class CurlTransfer: @unchecked Sendable {
 }
 
 /// A curl header list (the request's lines plus `Expect:`), shared by the transfers that carry the
-/// same header lines and freed when the last of them and the lane let go of it. Lane thread only.
+/// same header lines and freed when the last of them and the loop let go of it. Loop thread only.
 final class CurlHeaderList {
     let headers: [String]
     let list: UnsafeMutablePointer<curl_slist>?

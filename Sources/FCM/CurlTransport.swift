@@ -1,18 +1,18 @@
 import Synchronization
 
 /// The production `HTTPTransport`: libcurl multi over HTTP/2 (h2 for https, h2c with prior
-/// knowledge for http), spread over a few lanes, with a process-wide cap on requests in flight
+/// knowledge for http), spread over a few curl loops, with a process-wide cap on requests in flight
 /// that callers wait on asynchronously.
 public final class CurlTransport: HTTPTransport {
     public let configuration: CurlTransportConfiguration
-    private let lanes: [CurlLane]
+    private let loops: [CurlLoop]
     private let permits: AsyncSemaphore
-    private let nextLane = Atomic<Int>(0)
+    private let nextLoop = Atomic<Int>(0)
 
     public init(configuration: CurlTransportConfiguration = CurlTransportConfiguration()) {
         self.configuration = configuration
-        lanes = (0..<max(1, configuration.lanes)).map {
-            CurlLane(configuration: configuration, name: "fcm-lane-\($0)")
+        loops = (0..<max(1, configuration.loops)).map {
+            CurlLoop(configuration: configuration, name: "fcm-curl-\($0)")
         }
         permits = AsyncSemaphore(permits: max(1, configuration.maxInFlight))
     }
@@ -22,15 +22,15 @@ public final class CurlTransport: HTTPTransport {
     public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
         await permits.wait()
         defer { permits.signal() }
-        let index = nextLane.wrappingAdd(1, ordering: .relaxed).oldValue
-        let lane = lanes[(index & Int.max) % lanes.count]
+        let index = nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue
+        let loop = loops[(index & Int.max) % loops.count]
         return await withCheckedContinuation { continuation in
-            lane.submit(CurlTransfer(request: request, completion: continuation))
+            loop.submit(CurlTransfer(request: request, completion: continuation))
         }
     }
 
-    /// Stops every lane; requests in flight fail with `TransportError.Kind.shutdown`. Idempotent.
+    /// Stops every curl loop; requests in flight fail with `TransportError.Kind.shutdown`. Idempotent.
     public func shutdown() {
-        for lane in lanes { lane.close() }
+        for loop in loops { loop.close() }
     }
 }

@@ -2,8 +2,8 @@
 public struct CurlTransportConfiguration: Sendable {
     /// Maximum requests in flight across the whole transport (callers wait asynchronously beyond).
     public var maxInFlight: Int = 1000
-    /// Number of lanes: each is one thread running one curl multi handle.
-    public var lanes: Int = 1
+    /// Number of curl loops: each is one thread running one curl multi handle (a "lane" is the worker's consumer/publisher pair, not this).
+    public var loops: Int = 1
     /// HTTP/2 streams per connection (FCM and the Node SDK use ≤ 100).
     public var streamsPerConnection: Int = 100
     /// TCP + TLS connect timeout.
@@ -18,17 +18,17 @@ public struct CurlTransportConfiguration: Sendable {
     /// a larger one is garbage (a proxy page, a misdirected URL) and fails the request as a
     /// transport error (`TRANSPORT_RESPONSE_TOO_LARGE`, retryable) instead of being buffered.
     public var maxResponseBytes: Int = 65_536
-    /// Longest sleep of a lane in `curl_multi_poll` when neither a submit nor one of libcurl's
+    /// Longest sleep of a loop in `curl_multi_poll` when neither a submit nor one of libcurl's
     /// timers wakes it. Tests raise it, so that a lost wake-up shows as a hang, not a delay.
-    var laneIdleWait: Duration = .seconds(1)
+    var loopIdleWait: Duration = .seconds(1)
 
     public init() {}
 
-    /// In-flight requests each lane carries.
-    var perLaneConcurrency: Int { max(1, (maxInFlight + lanes - 1) / max(lanes, 1)) }
-    /// Connections each lane may open to one host so that its share of requests fits.
+    /// In-flight requests each loop carries.
+    var perLoopConcurrency: Int { max(1, (maxInFlight + loops - 1) / max(loops, 1)) }
+    /// Connections each loop may open to one host so that its share of requests fits.
     var connectionsPerHost: Int {
         let streams = max(1, min(streamsPerConnection, 100))
-        return max(1, (perLaneConcurrency + streams - 1) / streams)
+        return max(1, (perLoopConcurrency + streams - 1) / streams)
     }
 }

@@ -4,9 +4,9 @@ import Synchronization
 
 /// Publishes events to the events exchange with confirms over a few `ConfirmingPublisher`
 /// connections, connecting lazily and reconnecting after a failure. While the broker is
-/// unreachable it fails fast (one connection attempt per lane per `retryInterval`).
+/// unreachable it fails fast (one connection attempt per connection slot per `retryInterval`).
 public final class EventPublisher: Sendable {
-    private struct Lane {
+    private struct Slot {
         var connecting: Task<ConfirmingPublisher, any Error>?
         var lastFailure: ContinuousClock.Instant?
     }
@@ -14,22 +14,22 @@ public final class EventPublisher: Sendable {
     private let settings: AMQPSettings
     private let exchange: String
     private let retryInterval: Duration
-    private let lanes: Mutex<[Lane]>
-    private let laneCount: Int
+    private let slots: Mutex<[Slot]>
+    private let slotCount: Int
     private let next = Atomic<Int>(0)
 
     public init(settings: AMQPSettings, exchange: String, connections: Int = 2, retryInterval: Duration = .milliseconds(500)) {
         self.settings = settings
         self.exchange = exchange
         self.retryInterval = retryInterval
-        laneCount = max(1, connections)
-        lanes = Mutex(Array(repeating: Lane(), count: max(1, connections)))
+        slotCount = max(1, connections)
+        slots = Mutex(Array(repeating: Slot(), count: max(1, connections)))
     }
 
     /// Publishes every body and returns once the broker confirmed all of them; throws if any
     /// was not confirmed (some may have been stored: consumers count duplicates once).
     public func publish(_ bodies: [Data]) async throws {
-        let index = next.add(1, ordering: .relaxed).oldValue % laneCount
+        let index = next.add(1, ordering: .relaxed).oldValue % slotCount
         guard let connecting = connection(index) else { throw EventPublishError.brokerUnreachable }
         let publisher: ConfirmingPublisher
         do {
@@ -58,17 +58,17 @@ public final class EventPublisher: Sendable {
         }
     }
 
-    /// For `/healthz`: true when a lane holds a live connection, else after opening one (at most
+    /// For `/healthz`: true when a slot holds a live connection, else after opening one (at most
     /// one attempt per `retryInterval`, like `publish`). A dead connection is dropped here, so
     /// the next publish opens a new one instead of failing on it.
     public func brokerReachable() async -> Bool {
-        let held = lanes.withLock { lanes in lanes.indices.compactMap { i in lanes[i].connecting.map { (i, $0) } } }
+        let held = slots.withLock { slots in slots.indices.compactMap { i in slots[i].connecting.map { (i, $0) } } }
         for (index, task) in held {
             guard let publisher = try? await task.value else { continue }
             if publisher.isAlive { return true }
             if drop(index, task) { Task { await publisher.close() } }
         }
-        let index = next.add(1, ordering: .relaxed).oldValue % laneCount
+        let index = next.add(1, ordering: .relaxed).oldValue % slotCount
         guard let connecting = connection(index) else { return false }
         do {
             return try await connecting.value.isAlive
@@ -78,35 +78,35 @@ public final class EventPublisher: Sendable {
         }
     }
 
-    /// Lane `index`'s connection, opening it when there is none; nil when its last attempt
+    /// Slot `index`'s connection, opening it when there is none; nil when its last attempt
     /// failed less than `retryInterval` ago (fail fast while the broker is unreachable).
     private func connection(_ index: Int) -> Task<ConfirmingPublisher, any Error>? {
-        lanes.withLock { lanes in
-            if let task = lanes[index].connecting { return task }
-            if let failed = lanes[index].lastFailure, ContinuousClock.now - failed < retryInterval { return nil }
+        slots.withLock { slots in
+            if let task = slots[index].connecting { return task }
+            if let failed = slots[index].lastFailure, ContinuousClock.now - failed < retryInterval { return nil }
             let settings = self.settings
             let task = Task { try await ConfirmingPublisher.connect(settings: settings) }
-            lanes[index].connecting = task
+            slots[index].connecting = task
             return task
         }
     }
 
-    /// Forgets a lane's connection (if it is still `task`); true when this call dropped it.
+    /// Forgets a slot's connection (if it is still `task`); true when this call dropped it.
     @discardableResult
     private func drop(_ index: Int, _ task: Task<ConfirmingPublisher, any Error>) -> Bool {
-        lanes.withLock { lanes in
-            guard let current = lanes[index].connecting, current == task else { return false }
-            lanes[index].connecting = nil
-            lanes[index].lastFailure = .now
+        slots.withLock { slots in
+            guard let current = slots[index].connecting, current == task else { return false }
+            slots[index].connecting = nil
+            slots[index].lastFailure = .now
             return true
         }
     }
 
     /// Closes every connection (waiting for outstanding confirms).
     public func close() async {
-        let tasks = lanes.withLock { lanes in
-            defer { for i in lanes.indices { lanes[i].connecting = nil } }
-            return lanes.compactMap(\.connecting)
+        let tasks = slots.withLock { slots in
+            defer { for i in slots.indices { slots[i].connecting = nil } }
+            return slots.compactMap(\.connecting)
         }
         for task in tasks { await (try? task.value)?.close() }
     }

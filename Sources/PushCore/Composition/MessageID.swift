@@ -28,7 +28,7 @@ public enum MessageID {
     /// A deterministic id for recipient `index` of job `jobID`: the same input always yields the
     /// same id (retries and redeliveries keep it), different recipients get different ids.
     ///
-    /// Four groups come from a 128-bit FNV-1a digest of the job id (two 64-bit lanes with
+    /// Four groups come from a 128-bit FNV-1a digest of the job id (two 64-bit hashes with
     /// different offsets), the fifth is the recipient's position counted from 1.
     public static func generate(jobID: String, index: Int) -> String {
         let a = fnv1a64(jobID.utf8, offset: 0xcbf2_9ce4_8422_2325)

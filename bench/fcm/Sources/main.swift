@@ -14,7 +14,7 @@ struct Options {
     var caFile: String?
     var concurrency = 1
     var requests = 1000
-    var lanes = 1
+    var loops = 1
 
     init(_ arguments: [String]) {
         var iterator = arguments.dropFirst().makeIterator()
@@ -26,7 +26,7 @@ struct Options {
             case "--ca-file": caFile = value
             case "--concurrency": concurrency = Int(value) ?? 1
             case "--requests": requests = Int(value) ?? 1000
-            case "--lanes": lanes = Int(value) ?? 1
+            case "--curl-loops": loops = Int(value) ?? 1
             default:
                 FileHandle.standardError.write(Data("unknown flag \(flag)\n".utf8))
                 exit(2)
@@ -54,7 +54,7 @@ var configuration = FCMClient.Configuration()
 configuration.baseURL = options.url
 configuration.transport.caFile = options.caFile
 configuration.transport.maxInFlight = options.concurrency
-configuration.transport.lanes = options.lanes
+configuration.transport.loops = options.loops
 let client = FCMClient(configuration: configuration)
 let project = account.projectID
 

@@ -2,17 +2,17 @@ import Synchronization
 import Testing
 @testable import FCM
 
-/// A lane wakes its thread only when a submit makes its inbox non-empty (`CurlLane`). These
-/// tests give the lane no other way out of `curl_multi_poll` (its idle wait is ten minutes), so a
+/// A curl loop wakes its thread only when a submit makes its inbox non-empty (`CurlLoop`). These
+/// tests give the loop no other way out of `curl_multi_poll` (its idle wait is ten minutes), so a
 /// lost wake-up leaves requests unanswered instead of costing a second.
-@Suite(.timeLimit(.minutes(1))) struct CurlLaneWakeupTests {
+@Suite(.timeLimit(.minutes(1))) struct CurlLoopWakeupTests {
     private final class Answered: Sendable { let count = Atomic<Int>(0) }
 
     /// Rounds alternate one request and a burst of many sent from concurrent tasks; each round
-    /// starts once the previous one is answered, so it finds the lane asleep or about to sleep.
-    @Test func everyRequestSubmittedToAnIdleLaneFromManyTasksIsAnswered() async throws {
-        let harness = try EmulatorHarness(tls: true, configureClient: { $0.transport.laneIdleWait = .seconds(600) })
-        defer { harness.stop() }  // wakes the lane and fails what is left, should a round hang
+    /// starts once the previous one is answered, so it finds the loop asleep or about to sleep.
+    @Test func everyRequestSubmittedToAnIdleLoopFromManyTasksIsAnswered() async throws {
+        let harness = try EmulatorHarness(tls: true, configureClient: { $0.transport.loopIdleWait = .seconds(600) })
+        defer { harness.stop() }  // wakes the loop and fails what is left, should a round hang
         let answered = Answered()
         var expected = 0
         for round in 0..<24 {
@@ -20,7 +20,7 @@ import Testing
             expected += size
             for index in 0..<size {
                 Task {
-                    if case .sent = await harness.send(token: "lane-\(round)-\(index)") { answered.count.add(1, ordering: .relaxed) }
+                    if case .sent = await harness.send(token: "loop-\(round)-\(index)") { answered.count.add(1, ordering: .relaxed) }
                 }
             }
             let target = expected

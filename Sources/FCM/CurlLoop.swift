@@ -5,11 +5,11 @@ import Synchronization
 /// One thread driving one curl multi handle: HTTP/2 multiplexed connections, pooled easy
 /// handles, new requests picked up from a locked queue after `curl_multi_wakeup`.
 ///
-/// Wake-ups: a submit calls `curl_multi_wakeup` only when it makes the inbox non-empty. The lane
+/// Wake-ups: a submit calls `curl_multi_wakeup` only when it makes the inbox non-empty. The loop
 /// takes the whole inbox at the top of each pass and sleeps only in `curl_multi_poll`, which
 /// returns on a pending wakeup; so a non-empty inbox always has a wakeup pending or a pass coming,
 /// and a burst of submits costs one wakeup and one pass, not one each.
-final class CurlLane: @unchecked Sendable {
+final class CurlLoop: @unchecked Sendable {
     private struct Inbox {
         var queue: [CurlTransfer] = []
         var closed = false
@@ -20,7 +20,7 @@ final class CurlLane: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private let stopped = DispatchSemaphore(value: 0)
     private let idleWaitMillis: Int32
-    // Lane-thread state.
+    // Loop-thread state.
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     /// The header lists of the last few distinct header sets, reused by requests carrying the
@@ -30,7 +30,7 @@ final class CurlLane: @unchecked Sendable {
     init(configuration: CurlTransportConfiguration, name: String) {
         CurlGlobal.initialize()
         self.configuration = configuration
-        idleWaitMillis = Int32(clamping: Self.milliseconds(configuration.laneIdleWait))
+        idleWaitMillis = Int32(clamping: Self.milliseconds(configuration.loopIdleWait))
         multi = curl_multi_init()
         pc_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX)
         pc_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS,
@@ -42,7 +42,7 @@ final class CurlLane: @unchecked Sendable {
         thread.start()
     }
 
-    /// Queues a transfer for the lane thread; fails it at once after `close()`.
+    /// Queues a transfer for the loop's thread; fails it at once after `close()`.
     func submit(_ transfer: CurlTransfer) {
         // The wakeup happens under the lock: `close()` cannot clean the multi handle up between
         // the append and the wakeup.
@@ -57,7 +57,7 @@ final class CurlLane: @unchecked Sendable {
         }
     }
 
-    /// Stops the lane: transfers still running fail with `.shutdown`. Waits for the thread.
+    /// Stops the loop: transfers still running fail with `.shutdown`. Waits for the thread.
     func close() {
         let first = inbox.withLock { inbox -> Bool in
             defer { inbox.closed = true }
