@@ -1,11 +1,12 @@
-# shellcheck shell=bash disable=SC2034  # EMULATOR_PID, BIN, PC, WPID are read by the sourcing script
+# shellcheck shell=bash disable=SC2034  # EMULATOR_PID, WPID are read by the sourcing script
 # What bench/chaos/run.sh and bench/chaos/cluster.sh share; sourced after they parsed their
 # options. Uses NAME (the script's name for messages), BUILD, LIMIT, WORK, JOBS and BROKER_ARGS.
+# shellcheck source=bench/common.sh
+. "$ROOT/bench/common.sh"
 
 log() { printf '[%6.1fs] %s\n' "$(elapsed)" "$*"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 elapsed() { if [ -n "${T0:-}" ]; then awk -v ms=$(( $(now_ms) - T0 )) 'BEGIN {printf "%.1f", ms / 1000}'; else echo 0; fi; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 
 # Holds /tmp/pc-cpu.lock (fd 9) for the rest of the run and starts the clock: T0, and DEADLINE
 # LIMIT seconds later (`past_deadline`).
@@ -18,17 +19,6 @@ take_cpu_lock() {
 }
 past_deadline() { (( $(now_ms) >= DEADLINE )); }
 
-# The release binaries, each built under /tmp/pc-cpu.lock unless --no-build: sets BIN and PC.
-release_binaries() {
-  if ((BUILD)); then
-    echo "== building release binaries (waits for /tmp/pc-cpu.lock)"
-    flock /tmp/pc-cpu.lock swift build -c release --product push-connector 2>&1 | tail -3
-    flock /tmp/pc-cpu.lock swift build -c release --product fcm-emulator 2>&1 | tail -3
-  fi
-  BIN=$(swift build -c release --show-bin-path)
-  PC=$BIN/push-connector
-  if [ ! -x "$PC" ] || [ ! -x "$BIN/fcm-emulator" ]; then echo "$NAME: release binaries missing in $BIN (drop --no-build)" >&2; exit 1; fi
-}
 
 # start_emulator FLAGS...: fcm-emulator over TLS (a dev CA) with a throwaway service account,
 # recording 4 × JOBS sends, and the App ID file naming it. Sets EMU_URL and EMULATOR_PID.

@@ -45,14 +45,10 @@ wants() { [[ ",$ONLY," == *",$1,"* ]]; }
 command -v nginx >/dev/null || { echo "run.sh: needs Debian's nginx-light (apt-get install nginx-light)" >&2; exit 1; }
 command -v gcc >/dev/null || { echo "run.sh: needs gcc" >&2; exit 1; }
 
-if ((BUILD)); then
-  echo "== building release binaries (waits for /tmp/pc-cpu.lock)"
-  flock /tmp/pc-cpu.lock swift build -c release --product push-connector 2>&1 | tail -1
-  flock /tmp/pc-cpu.lock swift build -c release --product fcm-emulator 2>&1 | tail -1
-fi
-BIN=$(swift build -c release --show-bin-path)
-PC=$BIN/push-connector
-if [ ! -x "$PC" ] || [ ! -x "$BIN/fcm-emulator" ]; then echo "run.sh: release binaries missing in $BIN (drop --no-build)" >&2; exit 1; fi
+NAME=run.sh
+# shellcheck source=bench/common.sh
+. bench/common.sh
+release_binaries
 
 WORK=/tmp/pc-e2e-$$
 mkdir -p "$WORK/logs"
@@ -69,7 +65,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 now() { date +%s.%N; }
 cpu_of() { # utime + stime of a pid, in seconds
   awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
