@@ -4,11 +4,8 @@ import Synchronization
 /// Hands out OAuth2 access tokens for service accounts: one cached token per account, refreshed
 /// `refreshMargin` before it expires, with a single refresh in flight however many callers wait.
 public actor AccessTokenSource {
+    /// An account's refresh in flight and its key's signer; its token lives in `cached`.
     private struct Entry {
-        var token: AccessToken?
-        /// When `token` is refreshed: `refreshMargin` before expiry, or half-way through its
-        /// lifetime when that is shorter (so a short-lived token is still reused).
-        var refreshAt: Date?
         var refresh: Task<AccessToken, any Error>?
         var signer: RSASigner?
     }
@@ -18,9 +15,10 @@ public actor AccessTokenSource {
     private let minimumLifetime: TimeInterval
     private let now: @Sendable () -> Date
     private var entries: [String: Entry] = [:]
-    /// The tokens of `entries` still before their refresh time, readable without the actor hop
-    /// (`cachedToken`); written by the actor whenever it stores or drops a token.
-    private nonisolated let fresh = Mutex<[String: (token: AccessToken, refreshAt: Date)]>([:])
+    /// Each account's current token and when it is refreshed: `refreshMargin` before expiry, or
+    /// half-way through its lifetime when that is shorter (so a short-lived token is still
+    /// reused). Written by the actor, read without the actor hop (`cachedToken`).
+    private nonisolated let cached = Mutex<[String: (token: AccessToken, refreshAt: Date)]>([:])
     /// How many token requests were sent to token endpoints (for metrics and tests).
     public private(set) var fetchCount = 0
 
@@ -45,18 +43,16 @@ public actor AccessTokenSource {
     /// The cached token for `account` when it is not yet due for a refresh (what `token(for:)`
     /// would return at once), read without entering the actor; nil otherwise.
     public nonisolated func cachedToken(for account: ServiceAccount) -> AccessToken? {
-        guard let cached = fresh.withLock({ $0[account.cacheKey] }), now() < cached.refreshAt else { return nil }
-        return cached.token
+        guard let current = cached.withLock({ $0[account.cacheKey] }), now() < current.refreshAt else { return nil }
+        return current.token
     }
 
     /// A token for `account` that is valid for at least `refreshMargin` (fetching one if needed);
     /// a token shorter-lived than twice the margin is reused for the first half of its life.
     public func token(for account: ServiceAccount) async throws(OAuthError) -> AccessToken {
+        if let token = cachedToken(for: account) { return token }
         let key = account.cacheKey
         var entry = entries[key] ?? Entry()
-        if let token = entry.token, let refreshAt = entry.refreshAt, now() < refreshAt {
-            return token
-        }
         let refresh: Task<AccessToken, any Error>
         if let running = entry.refresh {
             refresh = running
@@ -84,9 +80,7 @@ public actor AccessTokenSource {
                 let lifetime = token.expiresAt.timeIntervalSince(now())
                 let refreshAt = token.expiresAt.addingTimeInterval(-min(refreshMargin, max(lifetime, 0) / 2))
                 entries[key]?.refresh = nil
-                entries[key]?.token = token
-                entries[key]?.refreshAt = refreshAt
-                fresh.withLock { $0[key] = (token, refreshAt) }
+                cached.withLock { $0[key] = (token, refreshAt) }
             }
             return token
         } catch {
@@ -100,10 +94,8 @@ public actor AccessTokenSource {
     /// cause one refresh.
     public func invalidate(_ token: AccessToken, for account: ServiceAccount) {
         let key = account.cacheKey
-        if entries[key]?.token == token {
-            entries[key]?.token = nil
-            entries[key]?.refreshAt = nil
-            fresh.withLock { $0[key] = nil }
+        cached.withLock { tokens in
+            if tokens[key]?.token == token { tokens[key] = nil }
         }
     }
 

@@ -16,10 +16,7 @@ public struct PreparedJob: Sendable {
     let sharedIsClean: Bool
 
     /// Recipients, or 1 for a topic or condition.
-    public var targetCount: Int {
-        if case .recipients(let list) = job.target { return list.count }
-        return 1
-    }
+    public var targetCount: Int { job.target.count }
 
     /// The outcome for target `index` (0..<targetCount).
     public func compose(_ index: Int) -> CompositionOutcome {
