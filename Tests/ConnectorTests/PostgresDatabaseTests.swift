@@ -72,6 +72,42 @@ import Testing
         #expect(!PostgresDatabase.redact(url).contains("s3cret") && !PostgresDatabase.redact(url).contains("p@ss"))
     }
 
+    /// A server that takes the TCP connection and never answers (halted, black-holed) fails the
+    /// connect after the timeout instead of hanging the caller (the events `/healthz` probe).
+    @Test func aServerThatNeverAnswersFailsTheConnectAfterTheTimeout() throws {
+        let silent = try SilentPort()
+        defer { silent.close() }
+        let started = ContinuousClock.now
+        #expect(throws: PostgresError.self) {
+            _ = try PostgresDatabase(url: "postgres://pc@127.0.0.1:\(silent.port)/push", connectTimeoutSeconds: 2)
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .seconds(1.5) && waited < .seconds(8), "gave up after \(waited)")
+    }
+
+    @Test func aConnectTimeoutInTheURLTakesPrecedence() throws {
+        let silent = try SilentPort()
+        defer { silent.close() }
+        let started = ContinuousClock.now
+        #expect(throws: PostgresError.self) {
+            _ = try PostgresDatabase(url: "postgres://pc@127.0.0.1:\(silent.port)/push?connect_timeout=2",
+                                     connectTimeoutSeconds: 600)
+        }
+        #expect(ContinuousClock.now - started < .seconds(8))
+    }
+
+    /// `/healthz` of the events service probes the database: an unanswering server is reported
+    /// unhealthy within seconds, with the URL's password masked.
+    @Test func theHealthProbeReportsAnUnansweringServerWithinSeconds() throws {
+        let silent = try SilentPort()
+        defer { silent.close() }
+        let started = ContinuousClock.now
+        let problem = EventsDatabase("postgres://pc:hunter2@127.0.0.1:\(silent.port)/push").problem()
+        #expect(problem != nil)
+        #expect(!(problem ?? "").contains("hunter2"), "\(problem ?? "")")
+        #expect(ContinuousClock.now - started < .seconds(8))
+    }
+
     @Test func aRefusedLoginNamesTheServerButNotThePassword() async throws {
         let url = try await TestPostgres.url()
         let wrong = url.replacingOccurrences(of: "://pc@", with: "://nobody:hunter2@")

@@ -35,14 +35,15 @@ public enum EventsDatabase: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// Nil when the database answers a query, else what is wrong (for `/healthz`).
-    func problem() -> String? {
+    /// Nil when the database answers a query, else what is wrong (for `/healthz`). A PostgreSQL
+    /// server that does not answer fails the probe after `connectTimeoutSeconds`.
+    func problem(connectTimeoutSeconds: Int = 2) -> String? {
         do {
             switch self {
             case .sqlite(let path):
                 try SQLiteDatabase(path: path, readOnly: true).execute("SELECT count(*) FROM sqlite_master")
             case .postgres(let url):
-                try PostgresDatabase(url: url).execute("SELECT 1")
+                try PostgresDatabase(url: url, connectTimeoutSeconds: connectTimeoutSeconds).execute("SELECT 1")
             }
             return nil
         } catch {

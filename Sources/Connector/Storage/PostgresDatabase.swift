@@ -12,9 +12,22 @@ public final class PostgresDatabase: @unchecked Sendable {
     public let redactedURL: String
 
     /// Connects; a refused connection or login throws `PostgresError` naming the redacted URL.
-    public init(url: String) throws(PostgresError) {
+    ///
+    /// The whole connection attempt (TCP, TLS, start-up and login) gives up after
+    /// `connectTimeoutSeconds` (libpq's `connect_timeout`; at least 2), so a server that accepts
+    /// the TCP connection and then says nothing (halted, overloaded, a black-holed route) fails
+    /// instead of hanging the caller for ever. A `connect_timeout` in the URL takes precedence.
+    public init(url: String, connectTimeoutSeconds: Int = 10) throws(PostgresError) {
         redactedURL = Self.redact(url)
-        guard let connection = PQconnectdb(url) else { throw .connect(redactedURL, "out of memory") }
+        // Keywords are applied in order and `dbname` is expanded (expand_dbname = 1), so a
+        // connect_timeout in the URL overrides the one given before it.
+        let keywords = ["connect_timeout", "dbname"], values = [String(max(2, connectTimeoutSeconds)), url]
+        let opened = Self.withCStrings(keywords) { keys in
+            Self.withCStrings(values) { vals in
+                PQconnectdbParams(keys + [nil], vals + [nil], 1)
+            }
+        }
+        guard let connection = opened else { throw .connect(redactedURL, "out of memory") }
         guard PQstatus(connection) == CONNECTION_OK else {
             let detail = Self.message(of: connection)
             PQfinish(connection)
