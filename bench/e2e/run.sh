@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end cost of the send worker against two floors, in one run (see bench/e2e/README.md).
 #
-#   bench/e2e/run.sh [--jobs N] [--soak N] [--only LIST] [--no-build] [--keep]
+#   bench/e2e/run.sh [--jobs N] [--soak N] [--only LIST] [--no-build] [--keep] [--perf]
 #
 #   --jobs N     single-recipient jobs per measurement (default 30000); the 10-recipient
 #                measurement uses N/10 jobs, the latency pair N/2 jobs each
@@ -9,6 +9,8 @@
 #   --only LIST  comma-separated subset of: single,ten,latency,soak (default all)
 #   --no-build   use the release binary already built
 #   --keep       keep the work folder (logs, configs)
+#   --perf       record a CPU profile of each worker run (perf record -e cpu-clock -g) into the
+#                work folder as perf-LABEL.data (implies --keep); the figures then include perf's cost
 #
 # Starts a private RabbitMQ node (scripts/test-broker.sh), Debian's nginx-light as a static
 # HTTP/2 TLS endpoint shaped like FCM (nginx.conf.in), and builds two C floors with gcc:
@@ -24,7 +26,7 @@ set -euo pipefail
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/../.."
 
-JOBS=30000 SOAK=1000000 ONLY="single,ten,latency,soak" BUILD=1 KEEP=0
+JOBS=30000 SOAK=1000000 ONLY="single,ten,latency,soak" BUILD=1 KEEP=0 PERF=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) JOBS=${2:-}; shift 2 ;;
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY=${2:-}; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --keep) KEEP=1; shift ;;
+    --perf) PERF=1 KEEP=1; shift ;;
     -h|--help) sed -n '2,/^# shellcheck/p' "$SELF" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -44,6 +47,7 @@ done
 wants() { [[ ",$ONLY," == *",$1,"* ]]; }
 command -v nginx >/dev/null || { echo "run.sh: needs Debian's nginx-light (apt-get install nginx-light)" >&2; exit 1; }
 command -v gcc >/dev/null || { echo "run.sh: needs gcc" >&2; exit 1; }
+((PERF == 0)) || command -v perf >/dev/null || { echo "run.sh: --perf needs perf (apt-get install linux-perf)" >&2; exit 1; }
 
 NAME=run.sh
 # shellcheck source=bench/common.sh
@@ -175,6 +179,11 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   "$PC" worker --config "$WORK/apps-run.json" --amqp-url "$AMQP_URL" --fcm-url "$url" --ca-file "$WORK/certs/ca.pem" \
     --http "127.0.0.1:$mport" "$@" >"$WORK/logs/worker-$label.log" 2>&1 9>&- &
   WORKER_PID=$!
+  local perf_pid=""
+  if ((PERF)); then
+    perf record -q -e cpu-clock -g -p "$WORKER_PID" -o "$WORK/perf-$label.data" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
   last_log=$(date +%s)
   while :; do
     kill -0 "$WORKER_PID" 2>/dev/null || { echo "run.sh: the worker exited; its log:" >&2; tail -20 "$WORK/logs/worker-$label.log" >&2; exit 1; }
@@ -189,6 +198,7 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   FIG[$label.cpu]=$(calc "round($(cpu_of "$WORKER_PID") / $expected * 1e6, 1)")
   FIG[$label.broker]=$(calc "round(($b1 - $b0) / $expected * 1e6, 1)")
   FIG[$label.rss]=$(peak_rss_mib "$WORKER_PID")
+  if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; echo "   profile: $WORK/perf-$label.data"; fi
   kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null || true; WORKER_PID=""
   echo "   worker: $expected results in $(calc "round($t1 - $t0, 2)") s, peak RSS ${FIG[$label.rss]} MiB"
 }
