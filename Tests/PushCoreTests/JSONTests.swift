@@ -31,6 +31,18 @@ import Testing
         #expect(try JSONValue.parse(v.encodedString(.pretty)) == v)
     }
 
+    @Test func escapesAtEitherEndAndInRunsAreWrittenAsJSONRequires() throws {
+        #expect(JSONValue.string("\"").encodedString() == #""\"""#)
+        #expect(JSONValue.string("\\a\n\n").encodedString() == #""\\a\n\n""#)
+        #expect(JSONValue.string("é\u{1F}x\u{7F}").encodedString() == "\"é\\u001fx\u{7F}\"")
+        let controls = String(decoding: (0..<0x20).map { UInt8($0) }, as: UTF8.self)
+        #expect(JSONValue.string(controls).encodedString()
+                == #""\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\t\n\u000b\f\r\u000e\u000f\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f""#)
+        for text in ["", "plain", "\"x\"", "a\\", "\u{0}end", "mixé\t😀\"\\"] {
+            #expect(try JSONValue.parse(JSONValue.string(text).encodedString()) == .string(text), "\(text)")
+        }
+    }
+
     @Test func integralDoublesStayDoublesThroughTheWriter() throws {
         // Found by fuzz/run.sh: -1E11 was written as an integer and read back as one.
         let v = try JSONValue.parse("[-1E11, 3.0, 2]")

@@ -26,7 +26,7 @@ import Testing
         guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
         var body: [String: JSONValue] = ["message": message]
         if job.validateOnly { body["validate_only"] = true }
-        return .message(ComposedMessage(recipientIndex: index, mnMessageID: id, message: message,
+        return .message(ComposedMessage(recipientIndex: index, mnMessageID: id,
                                         body: JSONValue.object(body).encodedBytes()))
     }
 
@@ -76,5 +76,57 @@ import Testing
             }
         }
         #expect(seen == [true, false], "the pads must cross the limit")
+    }
+
+    /// The shared part's verdict, taken from the App ID's sections checked once plus the job's
+    /// own members (no job options), or from the whole shared part (job options), equals checking
+    /// the whole shared part, whichever member breaks a rule.
+    @Test func sharedVerdictFromTheAppSectionsEqualsCheckingTheWholeSharedPart() throws {
+        let extras: [[String: JSONValue]] = [
+            [:], ["android": ["priority": "high"]], ["android": ["priority": "urgent"]],
+            ["apns": ["headers": ["apns-priority": "10"]]], ["apns": ["headers": ["apns-priority": 10]]],
+            ["webpush": ["fcm_options": ["link": "http://x.example"]]], ["fcm_options": ["analytics_label": "bad label"]],
+            ["android": ["ttl": "3d"]], ["apns": ["payload": ["aps": ["sound": "a"]]]],
+        ]
+        let payloads: [[String: String]] = [[:], ["pushdata.k": "v"], ["google.x": "v"]]
+        let notifications: [NotificationContent?] = [nil, NotificationContent(title: "T"),
+                                                     NotificationContent(title: "T", image: "http://img.example/a.png")]
+        let options: [[String: JSONValue]] = [[:], ["android": ["ttl": "60s"]], ["android": ["ttl": "forever"]]]
+        var verdicts: Set<Bool> = []
+        for extra in extras {
+            for payload in payloads {
+                let app = AppConfiguration(appID: "a", projectID: "p", credentialsFile: "/dev/null", defaultPayload: payload,
+                                           extraOptions: extra)
+                for type in [MessageType.notification, .data] {
+                    for notification in notifications where type == .notification || notification == nil {
+                        for option in options {
+                            let job = SendJob(jobID: "j", appID: "a", messageType: type, notification: notification,
+                                              target: .recipients([Recipient(token: "t")]), options: option)
+                            guard let prepared = try? MessageComposer().prepare(job, app: app) else { continue }
+                            var whole = AppSections.merged(base: extra, overlay: option, type: type)
+                            if let notification {
+                                var o: [String: JSONValue] = ["title": .string(notification.title ?? "")]
+                                if let image = notification.image { o["image"] = .string(image) }
+                                whole["notification"] = .object(o)
+                            }
+                            whole["data"] = .object(payload.mapValues(JSONValue.string))
+                            let want = MessageValidator().sharedIssues(message: whole).isEmpty
+                            #expect(prepared.sharedIsClean == want, "extra \(extra) payload \(payload) \(type) \(String(describing: notification)) options \(option)")
+                            verdicts.insert(want)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(verdicts == [true, false], "the cases must give both verdicts")
+    }
+
+    @Test func changingAnAppsExtraOptionsChangesItsSections() {
+        var app = Self.cleanApp
+        #expect(app.sections.areClean(for: .notification))
+        app.extraOptions = ["android": ["priority": "urgent"]]
+        #expect(!app.sections.areClean(for: .notification))
+        #expect(app.sections.sections(for: .notification)["android"] == ["priority": "urgent"])
+        #expect(app.sections.sections(for: .data)["apns"]?["headers"]?["apns-push-type"] == "background")
     }
 }

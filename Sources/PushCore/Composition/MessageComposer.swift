@@ -3,10 +3,18 @@ public struct ComposedMessage: Sendable, Equatable {
     /// The recipient's position in the job (0 for a topic or condition).
     public var recipientIndex: Int
     public var mnMessageID: String
-    /// The `message` object.
-    public var message: JSONValue
     /// The full request body `{"message": …, "validate_only": …}`, compact JSON.
     public var body: [UInt8]
+
+    public init(recipientIndex: Int, mnMessageID: String, body: [UInt8]) {
+        self.recipientIndex = recipientIndex
+        self.mnMessageID = mnMessageID
+        self.body = body
+    }
+
+    /// The `message` object, read back from `body` (tools and tests; the worker sends `body` as
+    /// it is). `.null` once the body was dropped (`CompositionOutcome.settled`).
+    public var message: JSONValue { (try? JSONValue.parse(body))?["message"] ?? .null }
 }
 
 /// What composing one target gave: a message to send, or the FCM limits it breaks.
@@ -64,15 +72,30 @@ public struct MessageComposer: Sendable {
         guard problems.isEmpty else { throw ContractError(document: "send job", issues: problems) }
         let type = job.messageType ?? app.defaultMessageType
         let shared = sharedSections(job, app: app, type: type)
-        var probe = shared.message
-        probe["data"] = .object(shared.data.mapValues(JSONValue.string))
         return PreparedJob(job: job, validator: validator, message: shared.message, data: shared.data,
-                           sharedIsClean: validator.sharedIssues(message: probe).isEmpty)
+                           sharedIsClean: sharedIsClean(job, app: app, type: type, shared: shared))
+    }
+
+    /// Whether the shared part has no issue. Without job options its sections are the App ID's,
+    /// checked once per configuration (`AppSections`): only the job's own members are checked.
+    private func sharedIsClean(_ job: SendJob, app: AppConfiguration, type: MessageType,
+                               shared: (message: [String: JSONValue], data: [String: String])) -> Bool {
+        let data = JSONValue.object(shared.data.mapValues(JSONValue.string))
+        guard job.options.isEmpty else {
+            var probe = shared.message
+            probe["data"] = data
+            return validator.sharedIssues(message: probe).isEmpty
+        }
+        guard app.sections.areClean(for: type) else { return false }
+        var own: [String: JSONValue] = ["data": data]
+        own["notification"] = shared.message["notification"]
+        return validator.sharedIssues(message: own).isEmpty
     }
 
     /// Everything but `data` and the target: the same for every recipient of the job.
     private func sharedSections(_ job: SendJob, app: AppConfiguration, type: MessageType) -> (message: [String: JSONValue], data: [String: String]) {
-        var message: [String: JSONValue] = [:]
+        var message = job.options.isEmpty ? app.sections.sections(for: type)
+            : AppSections.merged(base: app.extraOptions, overlay: job.options, type: type)
         if type == .notification, let n = job.notification {
             var o: [String: JSONValue] = [:]
             if let t = n.title { o["title"] = .string(t) }
@@ -80,21 +103,6 @@ public struct MessageComposer: Sendable {
             if let i = n.image { o["image"] = .string(i) }
             message["notification"] = .object(o)
         }
-        for section in SendJob.optionSections {
-            switch (app.extraOptions[section], job.options[section]) {
-            case (let base?, let overlay?): message[section] = base.deepMerged(with: overlay)
-            case (let base?, nil): message[section] = base
-            case (nil, let overlay?): message[section] = overlay
-            case (nil, nil): break
-            }
-        }
-        if type == .data {
-            let background: JSONValue = [
-                "headers": ["apns-priority": "5", "apns-push-type": "background"],
-                "payload": ["aps": ["content-available": 1]],
-            ]
-            message["apns"] = (message["apns"] ?? .object([:])).deepMerged(with: background)
-        }
-        return (message, app.defaultPayload.merging(job.data) { _, job in job })
+        return (message, job.data.isEmpty ? app.defaultPayload : app.defaultPayload.merging(job.data) { _, job in job })
     }
 }

@@ -14,6 +14,24 @@ public struct PreparedJob: Sendable {
     /// App ID default payload < job data.
     let data: [String: String]
     let sharedIsClean: Bool
+    /// `message`'s members encoded once (`"key":value`), in the writer's key order: a recipient's
+    /// message is these with its `data` and target written in between (clean shared part only).
+    private let encodedMembers: [(key: String, bytes: [UInt8])]
+
+    init(job: SendJob, validator: MessageValidator, message: [String: JSONValue], data: [String: String], sharedIsClean: Bool) {
+        self.job = job
+        self.validator = validator
+        self.message = message
+        self.data = data
+        self.sharedIsClean = sharedIsClean
+        encodedMembers = sharedIsClean ? message.keys.sorted().map { key in
+            var bytes: [UInt8] = []
+            JSONValue.writeString(key, to: &bytes)
+            bytes.append(UInt8(ascii: ":"))
+            message[key]!.write(to: &bytes, style: .compact, indent: 0)
+            return (key, bytes)
+        } : []
+    }
 
     /// Recipients, or 1 for a topic or condition.
     public var targetCount: Int { job.target.count }
@@ -32,18 +50,70 @@ public struct PreparedJob: Sendable {
         let id = MessageID.resolve(job: job, recipientIndex: index)
         var data = recipientData.isEmpty ? self.data : self.data.merging(recipientData) { _, r in r }
         data["mn_message_id"] = id
-        var message = self.message
-        message["data"] = .object(data.mapValues(JSONValue.string))
-        message[target.key] = .string(target.value)
-        let value = JSONValue.object(message)
-        var issues = sharedIsClean ? validator.recipientIssues(target: target, dataKeys: recipientData.keys)
-            : validator.validate(message: value)
+        let encoded: [UInt8]
+        if sharedIsClean {
+            let issues = validator.recipientIssues(target: target, dataKeys: recipientData.keys)
+            guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
+            encoded = encodeMessage(data: data, target: target)
+        } else {
+            var message = self.message
+            message["data"] = .object(data.mapValues(JSONValue.string))
+            message[target.key] = .string(target.value)
+            let value = JSONValue.object(message)
+            let issues = validator.validate(message: value)
+            guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
+            encoded = value.encodedBytes()
+        }
+        let issues = validator.sizeIssues(encodedCount: encoded.count, target: target)
         guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
-        let encoded = value.encodedBytes()
-        issues = validator.sizeIssues(encodedCount: encoded.count, target: target)
-        guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
-        return .message(ComposedMessage(recipientIndex: index, mnMessageID: id, message: value,
+        return .message(ComposedMessage(recipientIndex: index, mnMessageID: id,
                                         body: Self.requestBody(message: encoded, validateOnly: job.validateOnly)))
+    }
+
+    /// The compact JSON `JSONValue.encodedBytes()` writes for the shared members plus `data` and
+    /// the target (keys sorted), without building the message as a value.
+    private func encodeMessage(data: [String: String], target: (key: String, value: String)) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(encodedMembers.reduce(64) { $0 + $1.bytes.count + 1 } + target.value.utf8.count + data.count * 48)
+        var first = true
+        func separate() {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+        }
+        func write(_ member: (key: String, isData: Bool)) {
+            separate()
+            JSONValue.writeString(member.key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            guard member.isData else {
+                JSONValue.writeString(target.value, to: &out)
+                return
+            }
+            out.append(UInt8(ascii: "{"))
+            for (i, pair) in data.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(pair.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                JSONValue.writeString(pair.value, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+        // The two members not in `encodedMembers`, in key order ("condition" < "data" < "token" < "topic").
+        let pending = target.key < "data" ? [(target.key, false), ("data", true)] : [("data", true), (target.key, false)]
+        var next = 0
+        for member in encodedMembers {
+            while next < pending.count, pending[next].0 < member.key {
+                write(pending[next])
+                next += 1
+            }
+            separate()
+            out.append(contentsOf: member.bytes)
+        }
+        while next < pending.count {
+            write(pending[next])
+            next += 1
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     private static let bodyStart = Array(#"{"message":"#.utf8)
@@ -63,10 +133,10 @@ public struct PreparedJob: Sendable {
 }
 
 extension CompositionOutcome {
-    /// The outcome without its request (message and body emptied): what planning reads once the
+    /// The outcome without its request (body emptied): what planning reads once the
     /// message was sent (its recipient index and `mn_message_id`), kept in place of the body.
     public var settled: CompositionOutcome {
         guard case .message(let m) = self else { return self }
-        return .message(ComposedMessage(recipientIndex: m.recipientIndex, mnMessageID: m.mnMessageID, message: .null, body: []))
+        return .message(ComposedMessage(recipientIndex: m.recipientIndex, mnMessageID: m.mnMessageID, body: []))
     }
 }

@@ -8,7 +8,9 @@ public struct AppConfiguration: Sendable, Equatable {
     public var defaultMessageType: MessageType
     public var defaultPayload: [String: String]
     /// `android`, `apns`, `webpush`, `fcm_options` sections merged into every message of the app.
-    public var extraOptions: [String: JSONValue]
+    public var extraOptions: [String: JSONValue] { didSet { sections = AppSections(extraOptions: extraOptions) } }
+    /// What `extraOptions` gives a message of each type, worked out once (kept in step with it).
+    public private(set) var sections: AppSections
     /// `rate_limit_per_minute`: sends per minute this process allows the app's Firebase project
     /// (App IDs sharing a project share one budget, the lowest limit applies); nil: FCM's default
     /// quota. Counted per process: with N replicas, give each quota / N.
@@ -22,6 +24,7 @@ public struct AppConfiguration: Sendable, Equatable {
         self.defaultMessageType = defaultMessageType
         self.defaultPayload = defaultPayload
         self.extraOptions = extraOptions
+        sections = AppSections(extraOptions: extraOptions)
         self.rateLimitPerMinute = rateLimitPerMinute
     }
 
