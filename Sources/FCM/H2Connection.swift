@@ -17,8 +17,11 @@ final class H2Connection {
         case closed
     }
 
-    /// How often one request may be moved to another connection after being refused unprocessed.
-    static let maxRequeues = 3
+    /// How often one request may be moved to another connection after being refused unprocessed
+    /// (REFUSED_STREAM, or above a GOAWAY's last stream). Safe to resend, since the server did
+    /// not process it; bounded so that a server refusing everything cannot keep it forever. A
+    /// burst of 100 streams on a connection the server closes after 25 needs a few rounds.
+    static let maxRequeues = 8
 
     unowned let pool: H2Pool
     private(set) var state: State = .connecting

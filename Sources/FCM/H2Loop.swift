@@ -24,6 +24,8 @@ final class H2Loop: @unchecked Sendable {
     /// The receive buffer shared by every connection of the loop.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     static let scanInterval: UInt64 = 50_000_000
+    /// Connections opened so far (tests: a timed-out stream must not cost its connection).
+    let connectionsOpened = Atomic<Int>(0)
 
     private let inbox = Mutex(Inbox())
     private let wakeRead: Int32

@@ -48,6 +48,7 @@ final class H2Pool {
         while waitingCount > pendingCapacity, live < loop.maxConnectionsPerOrigin {
             let connection = H2Connection(pool: self, connectDeadline: H2Clock.now() &+ loop.connectTimeout)
             connections.append(connection)
+            loop.connectionsOpened.wrappingAdd(1, ordering: .relaxed)
             connection.open()
             live += 1
             if connection.isConnecting { pendingCapacity += loop.streamsPerConnection }

@@ -34,6 +34,9 @@ public final class H2Transport: HTTPTransport {
         }
     }
 
+    /// Connections opened since the transport was made.
+    var connectionsOpened: Int { loop.connectionsOpened.load(ordering: .relaxed) }
+
     /// Stops the loop thread; pending and in-flight requests fail with
     /// `TransportError.Kind.shutdown` and every socket closes. Idempotent.
     public func shutdown() { loop.close() }
