@@ -40,6 +40,8 @@ final class H2Connection {
     private var refusesStreams = false
     private var outbound: [UInt8] = []
     private var outboundStart = 0
+    /// Frames of one flush waiting to be encrypted together (https).
+    private var plaintext: [UInt8] = []
 
     init(pool: H2Pool, connectDeadline: UInt64) {
         self.pool = pool
@@ -253,10 +255,12 @@ final class H2Connection {
         fail(TransportError(kind: state == .ready ? .connectionLost : .connectFailed, message: message))
     }
 
-    /// Moves nghttp2's pending frames (through TLS for https) to the socket.
+    /// Moves nghttp2's pending frames to the socket; for https the frames of one pass are
+    /// encrypted together (one SSL_write, full-size records) instead of one record per frame.
     func flush() {
         guard state == .ready, let session else { return }
-        while outbound.count - outboundStart < 65_536 {
+        var pending = tls == nil ? outbound.count - outboundStart : plaintext.count + outbound.count - outboundStart
+        while pending < 65_536 {
             var data: UnsafePointer<UInt8>?
             let n = nghttp2_session_mem_send(session, &data)
             if n < 0 {
@@ -264,16 +268,18 @@ final class H2Connection {
                 return
             }
             guard n > 0, let data else { break }
-            let chunk = UnsafeRawBufferPointer(start: data, count: n)
-            if let tls {
-                guard tls.write(chunk) else {
-                    lose("TLS write failed")
-                    return
-                }
-                tls.drain(into: &outbound)
-            } else {
-                outbound.append(contentsOf: chunk)
+            let chunk = UnsafeBufferPointer(start: data, count: n)
+            if tls == nil { outbound.append(contentsOf: chunk) } else { plaintext.append(contentsOf: chunk) }
+            pending += n
+        }
+        if let tls, !plaintext.isEmpty {
+            let written = plaintext.withUnsafeBytes { tls.write($0) }
+            plaintext.removeAll(keepingCapacity: true)
+            guard written else {
+                lose("TLS write failed")
+                return
             }
+            tls.drain(into: &outbound)
         }
         sendOutbound()
     }

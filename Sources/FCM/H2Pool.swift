@@ -43,8 +43,13 @@ final class H2Pool {
     }
 
     private func openConnectionsIfNeeded() {
-        var live = connections.filter { $0.state != .closed && $0.goawayLastStreamID == nil }.count
-        var pendingCapacity = connections.filter(\.isConnecting).count * loop.streamsPerConnection
+        guard waitingCount > 0 else { return }
+        var live = 0
+        var pendingCapacity = 0
+        for connection in connections {
+            if connection.state != .closed, connection.goawayLastStreamID == nil { live += 1 }
+            if connection.isConnecting { pendingCapacity += loop.streamsPerConnection }
+        }
         while waitingCount > pendingCapacity, live < loop.maxConnectionsPerOrigin {
             let connection = H2Connection(pool: self, connectDeadline: H2Clock.now() &+ loop.connectTimeout)
             connections.append(connection)
