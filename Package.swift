@@ -28,7 +28,7 @@ let package = Package(
         // Pure core: domain, JSON, composition, validation, policies. No I/O.
         .target(name: "PushCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
         // Adapters.
-        .target(name: "FCM", dependencies: ["PushCore", "CCurl", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "FCM", dependencies: ["PushCore", "CCurl", "COpenSSL", "CNGHTTP2"], swiftSettings: swiftSettings),
         .target(name: "AMQP", dependencies: ["CRabbitMQ", "COpenSSL"], swiftSettings: swiftSettings),
         // Test support: one real RabbitMQ node per test process (scripts/test-broker.sh).
         .target(name: "BrokerHarness", dependencies: ["AMQP"], swiftSettings: swiftSettings),

@@ -10,6 +10,18 @@
 #include <openssl/x509.h>
 #include <openssl/rand.h>
 
+// ---- pc_: wrappers for FCM's HTTP/2 client (H2Transport). ----
+static inline int pc_ssl_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
+static inline long pc_bio_set_mem_eof_return(BIO *bio, int value) {
+    return BIO_set_mem_eof_return(bio, value);
+}
+static inline int pc_ssl_ctx_set_min_tls12(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+}
+// ---- end of pc_ section ----
+
 // ---- pc_emu_: wrappers for EmulatorKit (fcm-emulator). Keep this section at the end. ----
 static inline long pc_emu_ssl_ctx_set_partial_write_mode(SSL_CTX *ctx) {
     return SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);

@@ -18,6 +18,8 @@ public final class FCMClient: Sendable {
         /// FCM's base URL; `PUSH_CONNECTOR_FCM_URL` / `--fcm-url` override it.
         public var baseURL: String = "https://fcm.googleapis.com"
         public var transport = CurlTransportConfiguration()
+        /// The HTTP/2 client for sends (`--fcm-transport`); token fetches always use libcurl.
+        public var transportKind: FCMTransportKind = .nghttp2
         public var rateLimit = ProjectRateLimiter.Configuration()
         /// Immediate resends of a request whose connection went away before any answer (GOAWAY,
         /// reset, refused connect). Such a request was almost always not processed by FCM.
@@ -39,26 +41,38 @@ public final class FCMClient: Sendable {
     public let tokens: AccessTokenSource
     public let rateLimiter: ProjectRateLimiter
     private let transport: any HTTPTransport
-    private let ownsTransport: CurlTransport?
+    /// Shut down by `shutdown()`: the transports this client made.
+    private let ownedShutdowns: [@Sendable () -> Void]
     /// `messages:send` URLs by project id, built once.
     private let sendURLs = Mutex<[String: String]>([:])
 
-    /// A client with its own libcurl transport.
+    /// A client with its own transports: `transportKind` for sends, libcurl for access tokens.
     public convenience init(configuration: Configuration = Configuration()) {
-        let transport = CurlTransport(configuration: configuration.transport)
-        self.init(configuration: configuration, transport: transport, owned: transport)
+        switch configuration.transportKind {
+        case .curl:
+            let curl = CurlTransport(configuration: configuration.transport)
+            self.init(configuration: configuration, transport: curl, tokenTransport: curl, owned: [{ curl.shutdown() }])
+        case .nghttp2:
+            let sends = H2Transport(configuration: configuration.transport)
+            var tokenConfiguration = configuration.transport
+            tokenConfiguration.maxInFlight = min(tokenConfiguration.maxInFlight, 64)
+            let tokens = CurlTransport(configuration: tokenConfiguration)
+            self.init(configuration: configuration, transport: sends, tokenTransport: tokens,
+                      owned: [{ sends.shutdown() }, { tokens.shutdown() }])
+        }
     }
 
-    /// A client over any transport (tests, custom stacks).
+    /// A client over any transport, for sends and tokens alike (tests, custom stacks).
     public convenience init(configuration: Configuration, transport: any HTTPTransport) {
-        self.init(configuration: configuration, transport: transport, owned: nil)
+        self.init(configuration: configuration, transport: transport, tokenTransport: transport, owned: [])
     }
 
-    private init(configuration: Configuration, transport: any HTTPTransport, owned: CurlTransport?) {
+    private init(configuration: Configuration, transport: any HTTPTransport, tokenTransport: any HTTPTransport,
+                 owned: [@Sendable () -> Void]) {
         self.configuration = configuration
         self.transport = transport
-        ownsTransport = owned
-        tokens = AccessTokenSource(transport: transport, refreshMargin: configuration.tokenRefreshMargin,
+        ownedShutdowns = owned
+        tokens = AccessTokenSource(transport: tokenTransport, refreshMargin: configuration.tokenRefreshMargin,
                                    minimumLifetime: configuration.minimumTokenLifetime)
         rateLimiter = ProjectRateLimiter(configuration: configuration.rateLimit)
     }
@@ -67,8 +81,8 @@ public final class FCMClient: Sendable {
     /// configuration failure) or over its rate; it never reached FCM.
     public static let projectPausedCode = "PROJECT_PAUSED"
 
-    /// Stops the owned transport; sends still in flight finish as retryable.
-    public func shutdown() { ownsTransport?.shutdown() }
+    /// Stops the owned transports; sends still in flight finish as retryable.
+    public func shutdown() { for stop in ownedShutdowns { stop() } }
 
     /// Sends one request body `{"message": …, "validate_only": …}` for `projectID`.
     public func send(projectID: String, messageBody: [UInt8], credentials: ServiceAccount) async -> FCMOutcome {

@@ -125,6 +125,22 @@ func temporaryDirectory() throws -> String {
         }
     }
 
+    @Test func fcmTransportOtherThanNghttp2OrCurlIsRefusedNamingTheFlag() async throws {
+        let base = ["push", "--config", "/nonexistent/apps.json", "--app-id", "a", "--token", "t"]
+        var (code, _, err) = await runCLI(base + ["--fcm-transport", "http3"])
+        #expect(code == 2)
+        #expect(err.contains("--fcm-transport must be one of nghttp2, curl") && !err.contains("\n"), "\(err)")
+        (code, _, err) = await runCLI(base, environment: ["PUSH_CONNECTOR_FCM_TRANSPORT": "quic"])
+        #expect(code == 2)
+        #expect(err.contains("PUSH_CONNECTOR_FCM_TRANSPORT (environment) must be one of nghttp2, curl"), "\(err)")
+        // Both kinds pass; the next problem is the missing file.
+        for kind in ["nghttp2", "curl"] {
+            (code, _, err) = await runCLI(base + ["--fcm-transport", kind])
+            #expect(code == 2)
+            #expect(!err.contains("fcm-transport") && err.contains("apps.json"), "\(err)")
+        }
+    }
+
     @Test func configCheckRefusesAnUnreadableCredentialsFile() async throws {
         let dir = try temporaryDirectory()
         let file = "\(dir)/apps.json"

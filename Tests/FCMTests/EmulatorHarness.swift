@@ -3,7 +3,8 @@ import Foundation
 @testable import FCM
 
 /// A real `fcm-emulator` started in-process on 127.0.0.1 (h2c, or TLS with a throw-away
-/// certificate), one service account it trusts, and an `FCMClient` pointed at it.
+/// certificate), one service account it trusts, and an `FCMClient` pointed at it (sending
+/// through `transport`, libnghttp2 by default).
 final class EmulatorHarness: Sendable {
     let emulator: FCMEmulator
     let account: ServiceAccount
@@ -13,7 +14,7 @@ final class EmulatorHarness: Sendable {
 
     struct HarnessError: Error, CustomStringConvertible { let description: String }
 
-    init(tls: Bool = false, trustCA: Bool = true,
+    init(tls: Bool = false, trustCA: Bool = true, transport: FCMTransportKind = .nghttp2,
          configure: (inout EmulatorConfiguration) -> Void = { _ in },
          configureClient: (inout FCMClient.Configuration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "fcm-tests-" + UUID().uuidString
@@ -44,6 +45,7 @@ final class EmulatorHarness: Sendable {
         clientConfiguration.baseURL = emulator.baseURL
         clientConfiguration.transport.requestTimeout = .seconds(10)
         if tls, trustCA { clientConfiguration.transport.caFile = directory + "/cert.pem" }
+        clientConfiguration.transportKind = transport
         configureClient(&clientConfiguration)
         client = FCMClient(configuration: clientConfiguration)
     }

@@ -8,8 +8,9 @@ import Testing
 /// FCMClient against the real in-process emulator over HTTP/2 (h2c and TLS). Serialized: each
 /// test starts its own emulator, and the machine is small.
 @Suite(.serialized, .timeLimit(.minutes(3))) struct FCMClientIntegrationTests {
-    @Test func sendsOverCleartextHTTP2() async throws {
-        let harness = try EmulatorHarness()
+    @Test(arguments: FCMTransportKind.allCases)
+    func sendsOverCleartextHTTP2(transport: FCMTransportKind) async throws {
+        let harness = try EmulatorHarness(transport: transport)
         defer { harness.stop() }
         let outcome = await harness.send(token: "device-token-1")
         guard case .sent(let name) = outcome else {
@@ -22,8 +23,9 @@ import Testing
         #expect(recorded.first?.name == name)
     }
 
-    @Test func sendsOverTLSWithAPrivateCA() async throws {
-        let harness = try EmulatorHarness(tls: true)
+    @Test(arguments: FCMTransportKind.allCases)
+    func sendsOverTLSWithAPrivateCA(transport: FCMTransportKind) async throws {
+        let harness = try EmulatorHarness(tls: true, transport: transport)
         defer { harness.stop() }
         let outcome = await harness.send(token: "device-token-tls")
         #expect(outcome.label == "sent", "\(outcome)")
@@ -211,9 +213,9 @@ import Testing
     }
 
     /// Over TLS the requests share multiplexed connections, so GOAWAY cuts streams in flight.
-    @Test(arguments: [true, false])
-    func goawayMidStreamLosesNoSend(tls: Bool) async throws {
-        let harness = try EmulatorHarness(tls: tls, configure: {
+    @Test(arguments: [true, false], FCMTransportKind.allCases)
+    func goawayMidStreamLosesNoSend(tls: Bool, transport: FCMTransportKind) async throws {
+        let harness = try EmulatorHarness(tls: tls, transport: transport, configure: {
             $0.goawayEveryRequests = 25
             $0.latency = .fixed(.milliseconds(5))
         })
@@ -228,8 +230,9 @@ import Testing
         #expect(delivered == Set((0..<200).map { "goaway-\($0)" }))
     }
 
-    @Test func slowAnswerTimesOutAsRetryable() async throws {
-        let harness = try EmulatorHarness(configureClient: { $0.transport.requestTimeout = .milliseconds(500) })
+    @Test(arguments: FCMTransportKind.allCases)
+    func slowAnswerTimesOutAsRetryable(transport: FCMTransportKind) async throws {
+        let harness = try EmulatorHarness(transport: transport, configureClient: { $0.transport.requestTimeout = .milliseconds(500) })
         defer { harness.stop() }
         #expect(await harness.send(token: "warm-up").label == "sent")
         let outcome = await harness.send(token: "slow3000-x")

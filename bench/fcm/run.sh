@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# FCM client micro-benchmark: sends/s and client CPU µs per send of FCMClient (libcurl multi,
-# HTTP/2 over TLS) against fcm-emulator, at concurrency 1, 100, 1000, with and without 50 ms
-# emulator latency. Baseline in the same run: h2load (nghttp2) against the same emulator.
+# FCM client micro-benchmark: sends/s, client CPU µs per send and peak RSS of FCMClient over
+# both send transports (--transport curl: libcurl multi; nghttp2: H2Transport), HTTP/2 over TLS,
+# against fcm-emulator, at concurrency 1, 100, 1000, with and without 50 ms emulator latency.
+# Baseline in the same run: h2load (nghttp2's C load generator) against the same emulator.
+# Ratios (rate x, cpu x, rss x) are nghttp2 ÷ curl.
 # Usage: bench/fcm/run.sh [scale]   (scale multiplies request counts; default 1)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,8 +34,9 @@ start_emulator() { # $1 = latency ms
 }
 stop_emulator() { kill "$EMULATOR_PID"; wait "$EMULATOR_PID" 2>/dev/null || true; EMULATOR_PID=; }
 
-printf '%-8s %-6s %-8s | %12s %12s | %12s %12s | %8s %8s\n' latency conc requests \
-  "client/s" "client µs" "h2load/s" "h2load µs" "rate x" "cpu x"
+field() { sed -E "s/.*$1=([0-9.]+).*/\\1/" <<< "$2"; }
+printf '%-7s %-5s %-7s | %8s %7s %7s | %8s %7s %7s | %8s %7s | %6s %6s %6s\n' latency conc requests \
+  "curl/s" "curl µs" "curlMiB" "h2/s" "h2 µs" "h2 MiB" "h2load/s" "h2ld µs" "rate x" "cpu x" "rss x"
 for latency in 0 50; do
   start_emulator "$latency"
   for conc in 1 100 1000; do
@@ -42,12 +45,16 @@ for latency in 0 50; do
       50/1) n=100 ;; 50/100) n=10000 ;; 50/1000) n=40000 ;;
     esac
     n=$(( n * SCALE ))
-    line=$("$BIN/fcm-bench" --url "$URL" --ca-file "$WORK/cert.pem" --service-account "$WORK/sa.json" \
-           --concurrency "$conc" --requests "$n")
-    rate=$(sed -E 's/.*sends_per_s=([0-9.]+).*/\1/' <<< "$line")
-    cpu=$(sed -E 's/.*cpu_us_per_send=([0-9.]+).*/\1/' <<< "$line")
-    fails=$(sed -E 's/.*failures=([0-9]+).*/\1/' <<< "$line")
-    [ "$fails" != 0 ] && echo "warning: $fails failed sends" >&2
+    declare -A rate cpu rss
+    for transport in curl nghttp2; do
+      line=$("$BIN/fcm-bench" --url "$URL" --ca-file "$WORK/cert.pem" --service-account "$WORK/sa.json" \
+             --concurrency "$conc" --requests "$n" --transport "$transport")
+      rate[$transport]=$(field sends_per_s "$line")
+      cpu[$transport]=$(field cpu_us_per_send "$line")
+      rss[$transport]=$(field peak_rss_kib "$line")
+      fails=$(field failures "$line")
+      [ "$fails" != 0 ] && echo "warning: $transport: $fails failed sends" >&2
+    done
     # h2load: same streams-per-connection cap (100) and connection count as the client.
     streams=$(( conc < 100 ? conc : 100 )); conns=$(( (conc + 99) / 100 ))
     TIMEFORMAT='%U %S'
@@ -56,8 +63,13 @@ for latency in 0 50; do
         > "$WORK/h2load.out" 2>&1 ; } 2> "$WORK/h2load.time"
     h2rate=$(grep -E '^finished in' "$WORK/h2load.out" | sed -E 's/.* ([0-9.]+) req\/s.*/\1/')
     h2cpu=$(awk -v n="$n" '{ printf "%.1f", ($1 + $2) * 1e6 / n }' "$WORK/h2load.time")
-    printf '%-8s %-6s %-8s | %12.0f %12.1f | %12.0f %12.1f | %8.2f %8.2f\n' "${latency}ms" "$conc" "$n" \
-      "$rate" "$cpu" "$h2rate" "$h2cpu" "$(echo "$rate / $h2rate" | bc -l)" "$(echo "$cpu / $h2cpu" | bc -l)"
+    printf '%-7s %-5s %-7s | %8.0f %7.1f %7.1f | %8.0f %7.1f %7.1f | %8.0f %7.1f | %6.2f %6.2f %6.2f\n' \
+      "${latency}ms" "$conc" "$n" \
+      "${rate[curl]}" "${cpu[curl]}" "$(echo "${rss[curl]} / 1024" | bc -l)" \
+      "${rate[nghttp2]}" "${cpu[nghttp2]}" "$(echo "${rss[nghttp2]} / 1024" | bc -l)" \
+      "$h2rate" "$h2cpu" \
+      "$(echo "${rate[nghttp2]} / ${rate[curl]}" | bc -l)" "$(echo "${cpu[nghttp2]} / ${cpu[curl]}" | bc -l)" \
+      "$(echo "${rss[nghttp2]} / ${rss[curl]}" | bc -l)"
   done
   stop_emulator
 done

@@ -66,7 +66,7 @@ struct WorkerPlan {
         }
         lines.append("would: \(declareTopology ? "declare" : "verify") the topology (prefix \(topology.prefix), retry tiers "
             + topology.retryTiers.map { "\($0.delaySeconds)s" }.joined(separator: ",") + ") on \(settings.redactedURL),")
-        lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(worker.prefetch), send to \(fcm.baseURL),")
+        lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(worker.prefetch), send to \(fcm.baseURL) (\(fcm.transportKind.rawValue)),")
         lines.append("  " + (quotaRefresh.map { "share each project's quota with the job queue's other consumers (counted every \($0.components.seconds)s), "
             + "announce 429 pauses on \(topology.controlExchange)," } ?? "take each project's whole quota (--quota-refresh 0),")
             + " pause a project at least \(fcm.rateLimit.minimumQuotaPause.components.seconds)s after a 429,")

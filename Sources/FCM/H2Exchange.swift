@@ -1,0 +1,58 @@
+import Glibc
+
+/// One request travelling through the HTTP/2 transport: the request, its prepared header block,
+/// its deadline, and the response as it arrives. Touched only by the loop's thread after
+/// submission; `finish` resumes the waiting task exactly once (later calls do nothing).
+final class H2Exchange: @unchecked Sendable {
+    typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
+
+    let request: HTTPRequest
+    /// Monotonic nanoseconds after which the request fails with `.timeout`.
+    let deadline: UInt64
+    private var completion: Completion?
+    /// Set when the loop routes the request.
+    var headers: H2HeaderBlock?
+    var status = 0
+    var retryAfter: String?
+    var responseBody: [UInt8] = []
+    /// Bytes of `request.body` handed to nghttp2 so far.
+    var bodySent = 0
+    /// Times the request went back to its pool after a connection refused it unprocessed (GOAWAY).
+    var requeues = 0
+
+    init(request: HTTPRequest, deadline: UInt64, completion: Completion) {
+        self.request = request
+        self.deadline = deadline
+        self.completion = completion
+    }
+
+    var isFinished: Bool { completion == nil }
+
+    /// Resumes the waiting task with `result`; only the first call counts.
+    func finish(_ result: Result<HTTPResponse, TransportError>) {
+        guard let completion else { return }
+        self.completion = nil
+        responseBody = []
+        completion.resume(returning: result)
+    }
+
+    /// Resumes with the response collected so far.
+    func succeed() {
+        let body = responseBody
+        finish(.success(HTTPResponse(status: status, body: body, retryAfter: retryAfter)))
+    }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, the time base of every deadline of the HTTP/2 transport.
+enum H2Clock {
+    static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+    }
+
+    static func nanoseconds(_ duration: Duration) -> UInt64 {
+        let (seconds, attoseconds) = duration.components
+        return UInt64(max(0, seconds)) &* 1_000_000_000 &+ UInt64(max(0, attoseconds / 1_000_000_000))
+    }
+}

@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import Glibc
+import Synchronization
+
+/// The thread of an `H2Transport`: owns every connection, polls their sockets with poll(2),
+/// takes new requests from a lock-guarded inbox (a submit that makes the inbox non-empty writes
+/// one byte to a self-pipe the loop polls), and checks deadlines every `scanInterval`.
+///
+/// Deadlines are found by scanning the waiting requests and open streams on each tick: nothing is
+/// kept for a request once it finished.
+final class H2Loop: @unchecked Sendable {
+    private struct Inbox {
+        var queue: [H2Exchange] = []
+        var closed = false
+    }
+
+    let tlsContext: H2TLSContext
+    let streamsPerConnection: Int
+    let maxConnectionsPerOrigin: Int
+    let connectTimeout: UInt64
+    let maxResponseBytes: Int
+    let timeoutError: TransportError
+    /// The receive buffer shared by every connection of the loop.
+    let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    static let scanInterval: UInt64 = 50_000_000
+    /// Connections opened so far (tests: a timed-out stream must not cost its connection).
+    let connectionsOpened = Atomic<Int>(0)
+
+    private let inbox = Mutex(Inbox())
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let stopped = DispatchSemaphore(value: 0)
+    private let descriptorsClosed = Mutex(false)
+    // Loop-thread state.
+    private var pools: [H2Origin: H2Pool] = [:]
+    private var headerBlocks: [H2HeaderBlock] = []
+
+    init(configuration: CurlTransportConfiguration, name: String) {
+        tlsContext = H2TLSContext(configuration: configuration)
+        streamsPerConnection = max(1, min(configuration.streamsPerConnection, 100))
+        let maxInFlight = max(1, configuration.maxInFlight)
+        maxConnectionsPerOrigin = max(1, (maxInFlight + streamsPerConnection - 1) / streamsPerConnection)
+        connectTimeout = H2Clock.nanoseconds(configuration.connectTimeout)
+        maxResponseBytes = max(1, configuration.maxResponseBytes)
+        timeoutError = TransportError(kind: .timeout, message: "no response within \(configuration.requestTimeout)")
+        var pair: [Int32] = [-1, -1]
+        _ = pipe(&pair)
+        for fd in pair {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeRead = pair[0]
+        wakeWrite = pair[1]
+        let thread = Thread { [self] in run() }
+        thread.name = name
+        thread.start()
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    /// Queues a request for the loop's thread; fails it at once after `close()`.
+    func submit(_ exchange: H2Exchange) {
+        let accepted = inbox.withLock { inbox -> Bool in
+            guard !inbox.closed else { return false }
+            inbox.queue.append(exchange)
+            if inbox.queue.count == 1 { wake() }
+            return true
+        }
+        if !accepted { exchange.finish(.failure(TransportError(kind: .shutdown, message: "transport shut down"))) }
+    }
+
+    /// Stops the loop: every waiting and in-flight request fails with `.shutdown`, every
+    /// connection closes. Waits for the thread, then closes the wake-up pipe. Idempotent.
+    func close() {
+        let first = inbox.withLock { inbox -> Bool in
+            defer { inbox.closed = true }
+            return !inbox.closed
+        }
+        guard first else { return }
+        wake()
+        stopped.wait()
+        descriptorsClosed.withLock { closed in
+            guard !closed else { return }
+            closed = true
+            Glibc.close(wakeRead)
+            Glibc.close(wakeWrite)
+        }
+    }
+
+    private func wake() {
+        var one: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &one, 1)
+    }
+
+    private func run() {
+        var fds: [pollfd] = []
+        var polled: [H2Connection] = []
+        var nextScan = H2Clock.now() &+ Self.scanInterval
+        var drain = [UInt8](repeating: 0, count: 64)
+        while true {
+            let (batch, closed) = inbox.withLock { inbox in
+                let batch = inbox.queue
+                inbox.queue.removeAll(keepingCapacity: true)
+                return (batch, inbox.closed)
+            }
+            for exchange in batch { route(exchange) }
+            if closed { break }
+            var busy = false
+            for pool in pools.values {
+                pool.pump()
+                busy = busy || pool.isBusy
+            }
+            fds.removeAll(keepingCapacity: true)
+            polled.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            for pool in pools.values {
+                for connection in pool.connections where connection.interest != 0 {
+                    fds.append(pollfd(fd: connection.fd, events: connection.interest, revents: 0))
+                    polled.append(connection)
+                }
+            }
+            var timeout: Int32 = 1000
+            if busy {
+                let now = H2Clock.now()
+                timeout = nextScan <= now ? 0 : Int32((nextScan - now + 999_999) / 1_000_000)
+            }
+            if poll(&fds, nfds_t(fds.count), timeout) > 0 {
+                if fds[0].revents != 0 { _ = Glibc.read(wakeRead, &drain, drain.count) }
+                for (index, connection) in polled.enumerated() where fds[index + 1].revents != 0 {
+                    if connection.state != .closed { connection.handle(events: fds[index + 1].revents) }
+                }
+            }
+            let now = H2Clock.now()
+            if now >= nextScan {
+                for pool in pools.values { pool.expire(now: now) }
+                nextScan = now &+ Self.scanInterval
+            }
+        }
+        let shutdown = TransportError(kind: .shutdown, message: "transport shut down")
+        for pool in pools.values { pool.close(with: shutdown) }
+        pools.removeAll()
+        headerBlocks.removeAll()
+        stopped.signal()
+    }
+
+    /// Finds (or builds) the request's header block and queues it on its origin's pool.
+    private func route(_ exchange: H2Exchange) {
+        let request = exchange.request
+        let block: H2HeaderBlock
+        if let known = headerBlocks.first(where: { $0.url == request.url && $0.lines == request.headers }) {
+            block = known
+        } else {
+            guard let made = H2HeaderBlock(url: request.url, lines: request.headers) else {
+                exchange.finish(.failure(TransportError(kind: .other, message: "unsupported URL (http:// or https:// only)")))
+                return
+            }
+            headerBlocks.insert(made, at: 0)
+            if headerBlocks.count > 16 { headerBlocks.removeLast() }
+            block = made
+        }
+        exchange.headers = block
+        let pool: H2Pool
+        if let existing = pools[block.origin] {
+            pool = existing
+        } else {
+            pool = H2Pool(origin: block.origin, loop: self)
+            pools[block.origin] = pool
+        }
+        pool.enqueue(exchange)
+    }
+}
