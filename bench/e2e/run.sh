@@ -242,6 +242,7 @@ if wants latency; then
     EMULATOR_PID=$!
     for _ in $(seq 100); do grep -q "listening on" "$WORK/logs/emulator-$latency.log" && break; sleep 0.1; done
     run_worker "latency$latency" "$LAT_JOBS" 1 "https://127.0.0.1:$EMU_PORT" "$WORK/sa-emulator.json"
+    FIG[latency$latency.emulator]=$(calc "round($(cpu_of "$EMULATOR_PID") / $LAT_JOBS * 1e6, 1)")
     kill "$EMULATOR_PID"; wait "$EMULATOR_PID" 2>/dev/null || true; EMULATOR_PID=""
   done
 fi
@@ -253,6 +254,8 @@ wants ten && report_pair ten ten "$((JOBS / 10)) jobs x 10 recipients"
 if wants latency; then
   printf '\nfcm-emulator latency, default flags: 0 ms %s msg/s, 100 ms %s msg/s, ratio %s (target >= 0.8)\n' \
     "${FIG[latency0.rate]}" "${FIG[latency100.rate]}" "$(ratio "${FIG[latency100.rate]}" "${FIG[latency0.rate]}")"
+  printf '  CPU µs/msg at 0 / 100 ms: worker %s / %s, emulator %s / %s (they share the two cores with the broker)\n' \
+    "${FIG[latency0.cpu]}" "${FIG[latency100.cpu]}" "${FIG[latency0.emulator]}" "${FIG[latency100.emulator]}"
 fi
 
 soak() { # $1 = messages: single-recipient jobs fed in chunks while the worker runs; RSS sampled every 5 s
