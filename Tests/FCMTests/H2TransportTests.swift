@@ -145,6 +145,23 @@ import Testing
         #expect(ContinuousClock.now - started < .seconds(3))
     }
 
+    /// A connection whose peer stops answering (here: never did) is dropped after its request
+    /// timed out and the PING that followed went unanswered; the next request gets a new one.
+    @Test func connectionThatDoesNotAnswerAPingIsReplaced() async throws {
+        let silent = try SilentPort()
+        defer { silent.close() }
+        var configuration = CurlTransportConfiguration()
+        configuration.requestTimeout = .milliseconds(300)
+        let transport = H2Transport(configuration: configuration)
+        defer { transport.shutdown() }
+        let url = "http://127.0.0.1:\(silent.port)/v1/x"
+        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeout)
+        #expect(transport.connectionsOpened == 1)
+        try await Task.sleep(for: .milliseconds(1500))  // the PING's 1 s and a scan
+        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeout)
+        #expect(transport.connectionsOpened == 2)
+    }
+
     @Test func untrustedCertificateIsTLS() async throws {
         let fixture = try Fixture(tls: true, trustCA: false)
         defer { fixture.stop() }
