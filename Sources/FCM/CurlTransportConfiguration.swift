@@ -1,4 +1,5 @@
-/// Tunables of the libcurl HTTP/2 transport.
+/// Tunables of the HTTP/2 transports: `CurlTransport` (libcurl) and `H2Transport` (libnghttp2,
+/// which has one loop thread and ignores `loops` and `loopIdleWait`).
 public struct CurlTransportConfiguration: Sendable {
     /// Maximum requests in flight across the whole transport (callers wait asynchronously beyond).
     public var maxInFlight: Int = 1000

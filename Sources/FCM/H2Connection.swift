@@ -36,6 +36,8 @@ final class H2Connection {
     var streams: [Int32: H2Exchange] = [:]
     /// Set by a GOAWAY: streams above it were not processed by the server.
     var goawayLastStreamID: Int32?
+    /// When the PING sent after a request timeout left; cleared by its ACK.
+    var pingSentAt: UInt64?
     /// Set when nghttp2 refuses new streams (stream ids exhausted): no more requests here.
     private var refusesStreams = false
     private var outbound: [UInt8] = []
@@ -317,13 +319,20 @@ final class H2Connection {
     }
 
     /// Fails what outlived its deadline: the connect (`connectTimeout`) or requests in flight
-    /// (each stream is reset; the connection stays usable).
+    /// (each stream is reset; the connection stays usable). A timeout also sends a PING: a
+    /// connection whose peer does not answer it within `pingTimeout` is dead (a black-holed
+    /// route, a half-open socket) and closes, so later requests get a new one.
     func expire(now: UInt64) {
         if isConnecting, now >= connectDeadline {
             fail(TransportError(kind: .connectFailed, message: "connect to \(pool.origin.description) timed out"))
             return
         }
-        guard state == .ready, let session, !streams.isEmpty else { return }
+        guard state == .ready, let session else { return }
+        if let sent = pingSentAt, now &- sent >= pool.loop.pingTimeout {
+            lose("no answer to PING from \(pool.origin.description)")
+            return
+        }
+        guard !streams.isEmpty else { return }
         var expired: [Int32] = []
         for (id, exchange) in streams where now >= exchange.deadline { expired.append(id) }
         guard !expired.isEmpty else { return }
@@ -331,6 +340,10 @@ final class H2Connection {
             guard let exchange = streams.removeValue(forKey: id) else { continue }
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
             exchange.finish(.failure(pool.loop.timeoutError))
+        }
+        if pingSentAt == nil {
+            pingSentAt = now
+            nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
         }
         flush()
     }

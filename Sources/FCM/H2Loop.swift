@@ -21,6 +21,9 @@ final class H2Loop: @unchecked Sendable {
     let connectTimeout: UInt64
     let maxResponseBytes: Int
     let timeoutError: TransportError
+    /// How long a connection may leave the PING sent after a request timeout unanswered:
+    /// the request timeout, within 1 to 10 s.
+    let pingTimeout: UInt64
     /// The receive buffer shared by every connection of the loop.
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     static let scanInterval: UInt64 = 50_000_000
@@ -43,6 +46,7 @@ final class H2Loop: @unchecked Sendable {
         maxConnectionsPerOrigin = max(1, (maxInFlight + streamsPerConnection - 1) / streamsPerConnection)
         connectTimeout = H2Clock.nanoseconds(configuration.connectTimeout)
         maxResponseBytes = max(1, configuration.maxResponseBytes)
+        pingTimeout = min(max(H2Clock.nanoseconds(configuration.requestTimeout), 1_000_000_000), 10_000_000_000)
         timeoutError = TransportError(kind: .timeout, message: "no response within \(configuration.requestTimeout)")
         var pair: [Int32] = [-1, -1]
         _ = pipe(&pair)

@@ -3,7 +3,7 @@ import Glibc
 
 /// The nghttp2 client session of a connection and the callbacks that fill in its requests'
 /// responses: `:status` and `retry-after` headers, body chunks up to `maxResponseBytes`, stream
-/// close (success, reset, or refused by a GOAWAY and sent again elsewhere). The callbacks never
+/// close (success, reset, or refused by a GOAWAY and sent again elsewhere), GOAWAY and PING ACK. The callbacks never
 /// close the connection (that would free the session inside nghttp2's own call).
 extension H2Connection {
     static func makeSession(for connection: H2Connection) -> OpaquePointer? {
@@ -40,10 +40,17 @@ extension H2Connection {
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, user in
-            guard let frame, let user, frame.pointee.hd.type == UInt8(NGHTTP2_GOAWAY.rawValue) else { return 0 }
+            guard let frame, let user else { return 0 }
             let me = Unmanaged<H2Connection>.fromOpaque(user).takeUnretainedValue()
-            let last = frame.pointee.goaway.last_stream_id
-            me.goawayLastStreamID = min(last, me.goawayLastStreamID ?? last)
+            switch frame.pointee.hd.type {
+            case UInt8(NGHTTP2_GOAWAY.rawValue):
+                let last = frame.pointee.goaway.last_stream_id
+                me.goawayLastStreamID = min(last, me.goawayLastStreamID ?? last)
+            case UInt8(NGHTTP2_PING.rawValue) where frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
+                me.pingSentAt = nil
+            default:
+                break
+            }
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, errorCode, user in

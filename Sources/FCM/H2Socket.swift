@@ -45,13 +45,14 @@ enum H2Socket {
         return addresses.isEmpty ? .failure(Failure(reason: "no address for \(host)")) : .success(addresses)
     }
 
-    /// Starts a non-blocking connect (TCP_NODELAY, close-on-exec): the fd, or why not.
+    /// Starts a non-blocking connect (TCP_NODELAY, SO_KEEPALIVE, close-on-exec): the fd, or why not.
     static func connect(_ address: Address) -> Result<Int32, Failure> {
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         let fd = socket(address.family, type, 0)
         guard fd >= 0 else { return .failure(Failure(reason: describe(errno))) }
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, socklen_t(MemoryLayout<Int32>.size))
         var storage = address.storage
         let r = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }

@@ -26,7 +26,7 @@ public struct HTTPResponse: Sendable {
     }
 }
 
-/// A request that got no HTTP response. Carries libcurl's short description, never a header.
+/// A request that got no HTTP response. Carries the transport's short description, never a header.
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, for classification.
     public enum Kind: Sendable, Hashable {
@@ -42,7 +42,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         case responseTooLarge
         /// The transport is shut down.
         case shutdown
-        /// Anything else libcurl reports.
+        /// Anything else the transport reports.
         case other
     }
 
@@ -70,7 +70,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String { "\(code): \(message)" }
 }
 
-/// Sends HTTP requests; the seam between FCMClient / AccessTokenSource and libcurl.
+/// Sends HTTP requests; the seam between FCMClient / AccessTokenSource and libnghttp2 or libcurl.
 public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError>
 }

@@ -240,12 +240,14 @@ import Testing
         #expect(outcome.failure?.code == "TRANSPORT_TIMEOUT")
     }
 
-    @Test func unreachableServerIsRetryable() async throws {
+    @Test(arguments: FCMTransportKind.allCases)
+    func unreachableServerIsRetryable(transport: FCMTransportKind) async throws {
         let refusing = try RefusingPort()
         defer { refusing.close() }
         let port = refusing.port
         var configuration = FCMClient.Configuration()
         configuration.baseURL = "http://127.0.0.1:\(port)"
+        configuration.transportKind = transport
         let client = FCMClient(configuration: configuration)
         defer { client.shutdown() }
         let account = ServiceAccount(projectID: "p", privateKeyID: "k", privateKey: TestKeys.shared,

@@ -48,6 +48,13 @@ import Testing
         return nil
     }
 
+    /// A transport with `adjust`ed settings, for the tests without an emulator.
+    static func transport(_ adjust: (inout CurlTransportConfiguration) -> Void) -> H2Transport {
+        var configuration = CurlTransportConfiguration()
+        adjust(&configuration)
+        return H2Transport(configuration: configuration)
+    }
+
     static func openDescriptors() -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
     }
@@ -117,10 +124,10 @@ import Testing
     @Test func silentPortTimesOutTheTLSHandshakeAsConnectFailed() async throws {
         let silent = try SilentPort()
         defer { silent.close() }
-        var configuration = CurlTransportConfiguration()
-        configuration.connectTimeout = .milliseconds(300)
-        configuration.requestTimeout = .seconds(20)
-        let transport = H2Transport(configuration: configuration)
+        let transport = Self.transport {
+            $0.connectTimeout = .milliseconds(300)
+            $0.requestTimeout = .seconds(20)
+        }
         defer { transport.shutdown() }
         let started = ContinuousClock.now
         let result = await transport.send(Self.request(url: "https://127.0.0.1:\(silent.port)/v1/x", token: "t"))
@@ -135,14 +142,27 @@ import Testing
     @Test func silentCleartextPortTimesOutTheRequest() async throws {
         let silent = try SilentPort()
         defer { silent.close() }
-        var configuration = CurlTransportConfiguration()
-        configuration.requestTimeout = .milliseconds(400)
-        let transport = H2Transport(configuration: configuration)
+        let transport = Self.transport { $0.requestTimeout = .milliseconds(400) }
         defer { transport.shutdown() }
         let started = ContinuousClock.now
         let error = try #require(Self.error(await transport.send(Self.request(url: "http://127.0.0.1:\(silent.port)/v1/x", token: "t"))))
         #expect(error.kind == .timeout, "\(error)")
         #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    /// A connection whose peer stops answering (here: never did) is dropped after its request
+    /// timed out and the PING that followed went unanswered; the next request gets a new one.
+    @Test func connectionThatDoesNotAnswerAPingIsReplaced() async throws {
+        let silent = try SilentPort()
+        defer { silent.close() }
+        let transport = Self.transport { $0.requestTimeout = .milliseconds(300) }
+        defer { transport.shutdown() }
+        let url = "http://127.0.0.1:\(silent.port)/v1/x"
+        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeout)
+        #expect(transport.connectionsOpened == 1)
+        try await Task.sleep(for: .milliseconds(1500))  // the PING's 1 s and a scan
+        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeout)
+        #expect(transport.connectionsOpened == 2)
     }
 
     @Test func untrustedCertificateIsTLS() async throws {
