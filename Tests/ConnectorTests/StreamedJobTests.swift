@@ -17,7 +17,7 @@ import Testing
         let directory: String
         let processor: JobProcessor
 
-        init(window: Int, latency: Latency = .none) throws {
+        init(window: Int, admission: Int? = nil, latency: Latency = .none) throws {
             directory = try temporaryDirectory()
             var configuration = EmulatorConfiguration()
             configuration.latency = latency
@@ -39,6 +39,8 @@ import Testing
                                          topology: Topology(prefix: "t", retryDelaysSeconds: [1]))
             processor.sendWindow = SendWindow(capacity: window)
             processor.unsentGauge = HighWaterGauge()
+            processor.jobAdmission = admission.map { SendWindow(capacity: $0) }
+            processor.admittedGauge = HighWaterGauge()
             self.processor = processor
         }
 
@@ -113,5 +115,28 @@ import Testing
         let none = await setup.processor.processJob(body: Self.job(recipients: 10, id: "none"), headers: [:], stop: { true })
         #expect(none.messages.isEmpty)
         #expect(setup.emulator.recordedMessages().count == 3)
+    }
+
+    /// Prefetched jobs of many recipients are sent a few at a time (the job admission), not all
+    /// advancing together; each recipient still gets exactly one send, and a job larger than the
+    /// admission goes alone rather than never.
+    @Test func jobsOfManyRecipientsAreSentAFewAtATimeWithinTheJobAdmission() async throws {
+        let setup = try Setup(window: 4, admission: 40, latency: .fixed(.milliseconds(2)))
+        let processor = setup.processor
+        let bodies = (0..<6).map { Self.job(recipients: 20, id: "batch-\($0)") } + [Self.job(recipients: 50, id: "larger")]
+        let messages = await withTaskGroup(of: [OutboundMessage].self) { group in
+            for body in bodies {
+                group.addTask { await processor.process(body: body, headers: [:]) }
+            }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        let results = try sentResults(messages)
+        #expect(results.count == 170 && results.allSatisfy { $0.outcome == .sent })
+        let tokens = setup.emulator.recordedMessages().compactMap(\.token)
+        #expect(tokens.count == 170, "one send per recipient")
+        let gauge = try #require(processor.admittedGauge)
+        #expect(gauge.current == 0)
+        #expect(gauge.highest == 2, "two 20-recipient jobs fill an admission of 40, got \(gauge.highest)")
+        #expect(processor.jobAdmission?.available == 40 && processor.sendWindow?.available == 4, "every permit given back")
     }
 }

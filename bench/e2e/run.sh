@@ -6,7 +6,8 @@
 #   --jobs N     single-recipient jobs per measurement (default 30000); the 10-recipient
 #                measurement uses N/10 jobs, the latency pair N/2 jobs each
 #   --soak N     messages of the memory soak (default 1000000; 0 skips it)
-#   --only LIST  comma-separated subset of: single,ten,latency,soak (default all)
+#   --only LIST  comma-separated subset of: single,ten,latency,soak (default all) and big (only
+#                when named: N/100 jobs x 1 000 recipients, the worker alone, its peak RSS)
 #   --no-build   use the release binary already built
 #   --keep       keep the work folder (logs, configs)
 #   --perf       record a CPU profile of each worker run (perf record -e cpu-clock -g) into the
@@ -42,7 +43,7 @@ done
 if ! [[ $JOBS =~ ^[0-9]+$ ]] || ((JOBS < 100)); then echo "run.sh: --jobs takes a whole number >= 100" >&2; exit 2; fi
 [[ $SOAK =~ ^[0-9]+$ ]] || { echo "run.sh: --soak takes a whole number" >&2; exit 2; }
 for s in ${ONLY//,/ }; do
-  case "$s" in single|ten|latency|soak) ;; *) echo "run.sh: --only knows single,ten,latency,soak, not $s" >&2; exit 2 ;; esac
+  case "$s" in single|ten|latency|soak|big) ;; *) echo "run.sh: --only knows single,ten,latency,soak,big, not $s" >&2; exit 2 ;; esac
 done
 wants() { [[ ",$ONLY," == *",$1,"* ]]; }
 command -v nginx >/dev/null || { echo "run.sh: needs Debian's nginx-light (apt-get install nginx-light)" >&2; exit 1; }
@@ -230,6 +231,10 @@ if wants ten; then
   run_consumer_floor ten-amqp "$((JOBS / 10))" 10
   run_worker ten "$((JOBS / 10))" 10 "$FCM_URL" "$WORK/sa.json"
 fi
+if wants big; then
+  echo "== $((JOBS / 100)) jobs x 1000 recipients (the worker alone)"
+  run_worker big "$((JOBS / 100))" 1000 "$FCM_URL" "$WORK/sa.json"
+fi
 if wants latency; then
   LAT_JOBS=$((JOBS / 2))
   for latency in 0 100; do
@@ -251,6 +256,10 @@ echo
 echo "== figures (one run, same machine, ratios against floors measured in this run)"
 wants single && report_pair single single "30 000-style run: $JOBS jobs x 1 recipient"
 wants ten && report_pair ten ten "$((JOBS / 10)) jobs x 10 recipients"
+if wants big; then
+  printf '\n%s jobs x 1000 recipients, worker (defaults): %s msg/s, CPU %s µs/msg, broker %s µs/msg, peak RSS %s MiB\n' \
+    "$((JOBS / 100))" "${FIG[big.rate]}" "${FIG[big.cpu]}" "${FIG[big.broker]}" "${FIG[big.rss]}"
+fi
 if wants latency; then
   printf '\nfcm-emulator latency, default flags: 0 ms %s msg/s, 100 ms %s msg/s, ratio %s (target >= 0.8)\n' \
     "${FIG[latency0.rate]}" "${FIG[latency100.rate]}" "$(ratio "${FIG[latency100.rate]}" "${FIG[latency0.rate]}")"

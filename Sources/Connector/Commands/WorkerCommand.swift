@@ -80,6 +80,7 @@ public struct WorkerCommand: Command {
         var processor = JobProcessor(catalog: catalog, topology: plan.topology, planner: JobPlanner(policy: plan.policy))
         processor.maxJobBytes = plan.maxJobBytes
         processor.sendWindow = SendWindow(capacity: plan.fcm.transport.maxInFlight)
+        processor.jobAdmission = SendWindow(capacity: 2 * plan.fcm.transport.maxInFlight)
         let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger, metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
         let fleet = plan.quotaRefresh.map { interval in

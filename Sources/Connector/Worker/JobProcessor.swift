@@ -23,6 +23,14 @@ public struct JobProcessor: Sendable {
     var sendWindow: SendWindow?
     /// Counts composed messages not yet sent, with their high-water mark (tests; nil otherwise).
     var unsentGauge: HighWaterGauge?
+    /// When set, a job takes `min(targets, capacity)` permits of it before its first target is
+    /// composed and gives them back once its sends returned: the jobs being sent at once hold at
+    /// most `capacity` recipients (the worker: twice `--max-in-flight`), so prefetched jobs of many
+    /// recipients go a few at a time instead of all advancing together, each holding its
+    /// per-recipient state to the end. A job larger than the capacity goes alone.
+    var jobAdmission: SendWindow?
+    /// Counts jobs admitted and not finished sending, with their high-water mark (tests; nil otherwise).
+    var admittedGauge: HighWaterGauge?
 
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
         self.catalog = catalog
@@ -105,15 +113,22 @@ public struct JobProcessor: Sendable {
                       stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
         let window = sendWindow
         let count = prepared.targetCount
+        let admission = jobAdmission
+        let admitted = await admission?.acquire(count) ?? 0
+        admittedGauge?.increment()
+        defer {
+            admittedGauge?.decrement()
+            admission?.release(admitted)
+        }
         if count == 1 {  // the common case: no task group, no child task
             if let window { _ = await window.acquire(1) }
             defer { window?.release(1) }
             if stop() { return nil }
             let outcome = prepared.compose(0)
             guard case .message(let message) = outcome, !Task.isCancelled else { return ([outcome], [:]) }
-            unsentGauge?.composed()
+            unsentGauge?.increment()
             let delivered = await sender.send(message.body, app: app)
-            unsentGauge?.sent()
+            unsentGauge?.decrement()
             return ([outcome.settled], [0: delivered])
         }
         var composed: [CompositionOutcome] = []
@@ -139,10 +154,10 @@ public struct JobProcessor: Sendable {
                     if sending { window?.release(1) }  // an invalid target gives its permit back at once
                     continue
                 }
-                gauge?.composed()
+                gauge?.increment()
                 group.addTask {
                     let outcome = await sender.send(message.body, app: app)
-                    gauge?.sent()
+                    gauge?.decrement()
                     window?.release(1)
                     delivered.record(outcome, at: index)
                 }

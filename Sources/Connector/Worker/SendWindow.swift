@@ -5,6 +5,9 @@ import Synchronization
 /// Targets beyond it wait with nothing composed, so memory follows the sends in flight, not the
 /// prefetch times the recipients per job.
 ///
+/// The same pool, twice as large, is the worker's job admission (`JobProcessor.jobAdmission`):
+/// a job takes a permit per recipient (at most the capacity) for as long as it is being sent.
+///
 /// First come, first served: a waiter asking for several permits at the head waits for its
 /// share rather than being overtaken forever by smaller ones.
 final class SendWindow: Sendable {
