@@ -33,8 +33,8 @@ export PUSH_CONNECTOR_AMQP_URL=$PUSH_TEST_AMQP_URL
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 echo "== starting fcm-emulator on https://127.0.0.1:$port (TLS with a throwaway dev CA, like real FCM)"
-# Over TLS libcurl keeps one HTTP/2 connection for all sends; Debian's libcurl 7.88 opens a new
-# connection per request over plain http:// (h2c). Verification stays on: the worker trusts the CA.
+# Sends share one HTTP/2 connection per 100 in flight (libnghttp2, over TLS or plain http://); TLS
+# as with real FCM. Verification stays on: the worker trusts the CA.
 scripts/make-dev-cert.sh "$state/certs" >/dev/null
 ca="$state/certs/ca.pem"
 "$bin/fcm-emulator" make-service-account --project shop-prod --token-uri "https://127.0.0.1:$port/token" \
