@@ -88,9 +88,10 @@ import Testing
             ["webpush": ["fcm_options": ["link": "http://x.example"]]], ["fcm_options": ["analytics_label": "bad label"]],
             ["android": ["ttl": "3d"]], ["apns": ["payload": ["aps": ["sound": "a"]]]],
         ]
-        let payloads: [[String: String]] = [[:], ["pushdata.k": "v"], ["google.x": "v"]]
+        let payloads: [[String: String]] = [[:], ["pushdata.k": "v"], ["google.x": "v"], ["": "v"], ["from": "v", "ok": "v"]]
         let notifications: [NotificationContent?] = [nil, NotificationContent(title: "T"),
-                                                     NotificationContent(title: "T", image: "http://img.example/a.png")]
+                                                     NotificationContent(title: "T", image: "http://img.example/a.png"),
+                                                     NotificationContent(title: "T", image: "https://img.example/a.png")]
         let options: [[String: JSONValue]] = [[:], ["android": ["ttl": "60s"]], ["android": ["ttl": "forever"]]]
         var verdicts: Set<Bool> = []
         for extra in extras {

@@ -80,16 +80,14 @@ public struct MessageComposer: Sendable {
     /// checked once per configuration (`AppSections`): only the job's own members are checked.
     private func sharedIsClean(_ job: SendJob, app: AppConfiguration, type: MessageType,
                                shared: (message: [String: JSONValue], data: [String: String])) -> Bool {
-        let data = JSONValue.object(shared.data.mapValues(JSONValue.string))
         guard job.options.isEmpty else {
             var probe = shared.message
-            probe["data"] = data
+            probe["data"] = .object(shared.data.mapValues(JSONValue.string))
             return validator.sharedIssues(message: probe).isEmpty
         }
         guard app.sections.areClean(for: type) else { return false }
-        var own: [String: JSONValue] = ["data": data]
-        own["notification"] = shared.message["notification"]
-        return validator.sharedIssues(message: own).isEmpty
+        let image = type == .notification ? job.notification?.image : nil
+        return validator.ownMembersAreClean(dataKeys: shared.data.keys, notificationImage: image)
     }
 
     /// Everything but `data` and the target: the same for every recipient of the job.

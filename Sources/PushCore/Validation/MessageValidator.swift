@@ -37,6 +37,15 @@ public struct MessageValidator: Sendable {
         return issues + imageAndRuleIssues(m)
     }
 
+    /// True when a message holding only a job's own members has no issue: `data` with these keys
+    /// (string values) and a `notification` of title / body / image strings. The same answer as
+    /// `sharedIssues(message:)` of that message, without building it: only the data keys and the
+    /// image URL can break a rule there.
+    public func ownMembersAreClean(dataKeys: some Collection<String>, notificationImage: String?) -> Bool {
+        if let image = notificationImage, !isHTTPS(image) { return false }
+        return dataKeys.allSatisfy { MessageValidator.dataKeyIssue($0, field: "data") == nil }
+    }
+
     /// The issues of what one recipient adds to a clean shared part (see `sharedIssues`): its
     /// target and its own data keys, in `validate(message:)`'s order.
     public func recipientIssues(target: (key: String, value: String), dataKeys: some Collection<String>) -> [ContractIssue] {
