@@ -35,8 +35,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+free_port() { # see scripts/free-port.py
+    python3 "$(dirname "$self")/free-port.py"
 }
 
 as_rabbitmq() { # runs a command line as the rabbitmq user, keeping the RABBITMQ_* environment

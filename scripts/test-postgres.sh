@@ -50,8 +50,8 @@ serve() { # $1 = bin dir, $2 = port: starts the server of $dir in the background
             >"$dir/pg_ctl.log" 2>&1
 }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+free_port() { # see scripts/free-port.py
+    python3 "$(dirname "$self")/free-port.py"
 }
 
 case "$cmd" in
