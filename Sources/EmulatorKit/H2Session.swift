@@ -17,6 +17,8 @@ final class H2Session {
     private var streams: [Int32: H2Stream] = [:]
     private var requestsSeen = 0
     private var goawayLastStreamID: Int32?
+    /// The highest stream processed so far: a GOAWAY names it as the last one.
+    private var highestDispatchedStreamID: Int32 = 0
 
     init?(connection: ClientConnection) {
         self.connection = connection
@@ -114,11 +116,22 @@ final class H2Session {
 
     private func dispatch(_ streamID: Int32) {
         guard let stream = streams[streamID] else { return }
+        // Above a GOAWAY's last stream id nothing is processed (RFC 9113 §6.8): the client may
+        // send it again elsewhere, so processing it too would deliver it twice.
+        if let last = goawayLastStreamID, streamID > last {
+            streams[streamID] = nil
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_REFUSED_STREAM.rawValue)
+            return
+        }
         requestsSeen += 1
+        highestDispatchedStreamID = max(highestDispatchedStreamID, streamID)
         if let every = connection.service.configuration.goawayEveryRequests, every > 0,
            requestsSeen >= every, goawayLastStreamID == nil {
-            goawayLastStreamID = streamID
-            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_NO_ERROR.rawValue, nil, 0)
+            // The last stream id covers every stream processed so far (they complete out of id
+            // order); the ones opened and not yet complete above it are refused as they complete.
+            goawayLastStreamID = highestDispatchedStreamID
+            nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), highestDispatchedStreamID,
+                                  NGHTTP2_NO_ERROR.rawValue, nil, 0)
         }
         let response: HTTPResponse = stream.tooLarge
             ? .json(413, "{\"error\":{\"code\":413,\"message\":\"Request body too large.\",\"status\":\"INVALID_ARGUMENT\"}}")

@@ -29,6 +29,8 @@ final class H2Loop: @unchecked Sendable {
     static let scanInterval: UInt64 = 50_000_000
     /// Connections opened so far (tests: a timed-out stream must not cost its connection).
     let connectionsOpened = Atomic<Int>(0)
+    /// Requests sent again after a connection refused them unprocessed (tests).
+    let requestsRequeued = Atomic<Int>(0)
 
     private let inbox = Mutex(Inbox())
     private let wakeRead: Int32

@@ -22,7 +22,10 @@ final class H2Pool {
     func enqueue(_ exchange: H2Exchange) { waiting.append(exchange) }
 
     /// A request a connection gave back unprocessed (GOAWAY, refused stream): it waits again.
-    func requeue(_ exchange: H2Exchange) { waiting.append(exchange) }
+    func requeue(_ exchange: H2Exchange) {
+        loop.requestsRequeued.wrappingAdd(1, ordering: .relaxed)
+        waiting.append(exchange)
+    }
 
     /// Starts waiting requests on connections with free streams and opens connections for the rest.
     func pump() {

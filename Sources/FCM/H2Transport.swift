@@ -36,6 +36,8 @@ public final class H2Transport: HTTPTransport {
 
     /// Connections opened since the transport was made.
     var connectionsOpened: Int { loop.connectionsOpened.load(ordering: .relaxed) }
+    /// Requests sent again after a connection refused them unprocessed (tests).
+    var requestsRequeued: Int { loop.requestsRequeued.load(ordering: .relaxed) }
 
     /// Stops the loop thread; pending and in-flight requests fail with
     /// `TransportError.Kind.shutdown` and every socket closes. Idempotent.
