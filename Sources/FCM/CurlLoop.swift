@@ -5,19 +5,13 @@ import Synchronization
 /// One thread driving one curl multi handle: HTTP/2 multiplexed connections, pooled easy
 /// handles, new requests picked up from a locked queue after `curl_multi_wakeup`.
 ///
-/// Wake-ups: a submit calls `curl_multi_wakeup` only when it makes the inbox non-empty. The loop
-/// takes the whole inbox at the top of each pass and sleeps only in `curl_multi_poll`, which
-/// returns on a pending wakeup; so a non-empty inbox always has a wakeup pending or a pass coming,
-/// and a burst of submits costs one wakeup and one pass, not one each.
+/// Wake-ups (`LoopInbox`): `curl_multi_wakeup`, which a `curl_multi_poll` in progress or to come
+/// returns on.
 final class CurlLoop: @unchecked Sendable {
-    private struct Inbox {
-        var queue: [CurlTransfer] = []
-        var closed = false
-    }
 
     private let configuration: CurlTransportConfiguration
     private let multi: UnsafeMutableRawPointer
-    private let inbox = Mutex(Inbox())
+    private let inbox = LoopInbox<CurlTransfer>()
     private let stopped = DispatchSemaphore(value: 0)
     private let idleWaitMillis: Int32
     // Loop-thread state.
@@ -44,26 +38,14 @@ final class CurlLoop: @unchecked Sendable {
 
     /// Queues a transfer for the loop's thread; fails it at once after `close()`.
     func submit(_ transfer: CurlTransfer) {
-        // The wakeup happens under the lock: `close()` cannot clean the multi handle up between
-        // the append and the wakeup.
-        let accepted = inbox.withLock { inbox -> Bool in
-            guard !inbox.closed else { return false }
-            inbox.queue.append(transfer)
-            if inbox.queue.count == 1 { curl_multi_wakeup(multi) }
-            return true
-        }
-        if !accepted {
+        if !inbox.submit(transfer, wake: { curl_multi_wakeup(multi) }) {
             transfer.finish(.failure(TransportError(kind: .shutdown, message: "transport shut down")))
         }
     }
 
     /// Stops the loop: transfers still running fail with `.shutdown`. Waits for the thread.
     func close() {
-        let first = inbox.withLock { inbox -> Bool in
-            defer { inbox.closed = true }
-            return !inbox.closed
-        }
-        guard first else { return }
+        guard inbox.close() else { return }
         curl_multi_wakeup(multi)
         stopped.wait()
         curl_multi_cleanup(multi)
@@ -71,11 +53,7 @@ final class CurlLoop: @unchecked Sendable {
 
     private func run() {
         while true {
-            let (batch, closed) = inbox.withLock { inbox in
-                let batch = inbox.queue
-                inbox.queue.removeAll(keepingCapacity: true)
-                return (batch, inbox.closed)
-            }
+            let (batch, closed) = inbox.take()
             for transfer in batch { start(transfer) }
             if closed { break }
             var running: Int32 = 0

@@ -1,8 +1,8 @@
 import Synchronization
 
-/// The production `HTTPTransport`: libcurl multi over HTTP/2 (h2 for https, h2c with prior
-/// knowledge for http), spread over a few curl loops, with a process-wide cap on requests in flight
-/// that callers wait on asynchronously.
+/// The libcurl `HTTPTransport` (sends with `--fcm-transport curl`, access tokens always): libcurl
+/// multi over HTTP/2 (h2 for https, h2c with prior knowledge for http), spread over a few curl
+/// loops, with a process-wide cap on requests in flight that callers wait on asynchronously.
 public final class CurlTransport: HTTPTransport {
     public let configuration: CurlTransportConfiguration
     private let loops: [CurlLoop]

@@ -4,16 +4,12 @@ import Glibc
 import Synchronization
 
 /// The thread of an `H2Transport`: owns every connection, polls their sockets with poll(2),
-/// takes new requests from a lock-guarded inbox (a submit that makes the inbox non-empty writes
-/// one byte to a self-pipe the loop polls), and checks deadlines every `scanInterval`.
+/// takes new requests from a `LoopInbox` (its wake-up writes one byte to a self-pipe the loop
+/// polls), and checks deadlines every `scanInterval`.
 ///
 /// Deadlines are found by scanning the waiting requests and open streams on each tick: nothing is
 /// kept for a request once it finished.
 final class H2Loop: @unchecked Sendable {
-    private struct Inbox {
-        var queue: [H2Exchange] = []
-        var closed = false
-    }
 
     let tlsContext: H2TLSContext
     let streamsPerConnection: Int
@@ -32,11 +28,10 @@ final class H2Loop: @unchecked Sendable {
     /// Requests sent again after a connection refused them unprocessed (tests).
     let requestsRequeued = Atomic<Int>(0)
 
-    private let inbox = Mutex(Inbox())
+    private let inbox = LoopInbox<H2Exchange>()
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let stopped = DispatchSemaphore(value: 0)
-    private let descriptorsClosed = Mutex(false)
     // Loop-thread state.
     private var pools: [H2Origin: H2Pool] = [:]
     private var headerBlocks: [H2HeaderBlock] = []
@@ -67,31 +62,19 @@ final class H2Loop: @unchecked Sendable {
 
     /// Queues a request for the loop's thread; fails it at once after `close()`.
     func submit(_ exchange: H2Exchange) {
-        let accepted = inbox.withLock { inbox -> Bool in
-            guard !inbox.closed else { return false }
-            inbox.queue.append(exchange)
-            if inbox.queue.count == 1 { wake() }
-            return true
+        if !inbox.submit(exchange, wake: wake) {
+            exchange.finish(.failure(TransportError(kind: .shutdown, message: "transport shut down")))
         }
-        if !accepted { exchange.finish(.failure(TransportError(kind: .shutdown, message: "transport shut down"))) }
     }
 
     /// Stops the loop: every waiting and in-flight request fails with `.shutdown`, every
     /// connection closes. Waits for the thread, then closes the wake-up pipe. Idempotent.
     func close() {
-        let first = inbox.withLock { inbox -> Bool in
-            defer { inbox.closed = true }
-            return !inbox.closed
-        }
-        guard first else { return }
+        guard inbox.close() else { return }
         wake()
         stopped.wait()
-        descriptorsClosed.withLock { closed in
-            guard !closed else { return }
-            closed = true
-            Glibc.close(wakeRead)
-            Glibc.close(wakeWrite)
-        }
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
     }
 
     private func wake() {
@@ -105,11 +88,7 @@ final class H2Loop: @unchecked Sendable {
         var nextScan = H2Clock.now() &+ Self.scanInterval
         var drain = [UInt8](repeating: 0, count: 64)
         while true {
-            let (batch, closed) = inbox.withLock { inbox in
-                let batch = inbox.queue
-                inbox.queue.removeAll(keepingCapacity: true)
-                return (batch, inbox.closed)
-            }
+            let (batch, closed) = inbox.take()
             for exchange in batch { route(exchange) }
             if closed { break }
             var busy = false
