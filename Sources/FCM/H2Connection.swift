@@ -369,14 +369,18 @@ final class H2Connection {
         outboundStart = 0
         for id in lost.keys.sorted() {
             guard let exchange = lost[id] else { continue }
-            if requeue, let last = goawayLastStreamID, id > last, exchange.status == 0,
-               exchange.requeues < Self.maxRequeues {
-                exchange.requeues += 1
-                pool.requeue(exchange)
-            } else {
-                exchange.finish(.failure(error))
-            }
+            let unprocessed = requeue && goawayLastStreamID.map { id > $0 } == true
+            if !(unprocessed && sendElsewhere(exchange)) { exchange.finish(.failure(error)) }
         }
         pool.connectionClosed(self, error: error, wasReady: wasReady)
+    }
+
+    /// Gives a request the server did not process back to the pool, to go out on another
+    /// connection: only while it has no answer and fewer than `maxRequeues` tries; false otherwise.
+    func sendElsewhere(_ exchange: H2Exchange) -> Bool {
+        guard exchange.status == 0, exchange.requeues < Self.maxRequeues else { return false }
+        exchange.requeues += 1
+        pool.requeue(exchange)
+        return true
     }
 }

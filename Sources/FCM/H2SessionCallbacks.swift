@@ -89,11 +89,7 @@ extension H2Connection {
         }
         let unprocessed = errorCode == NGHTTP2_REFUSED_STREAM.rawValue
             || (goawayLastStreamID.map { streamID > $0 } ?? false)
-        if unprocessed, exchange.status == 0, exchange.requeues < Self.maxRequeues {
-            exchange.requeues += 1
-            pool.requeue(exchange)
-            return
-        }
+        if unprocessed, sendElsewhere(exchange) { return }
         let message = errorCode == NGHTTP2_NO_ERROR.rawValue
             ? "stream closed without a response"
             : "stream reset: " + String(cString: nghttp2_http2_strerror(errorCode))
