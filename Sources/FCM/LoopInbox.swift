@@ -1,0 +1,43 @@
+import Synchronization
+
+/// The requests submitted to a transport's loop thread (`CurlLoop`, `H2Loop`) and not yet taken.
+///
+/// Wake-ups: `submit` calls `wake` only when it makes the inbox non-empty, under the lock (so
+/// `close` cannot tear the wake-up channel down in between). The loop takes the whole inbox at the
+/// top of each pass and sleeps only where a pending wake-up returns; so a non-empty inbox always
+/// has a wake-up pending or a pass coming, and a burst of submits costs one wake-up and one pass.
+final class LoopInbox<Item: Sendable>: Sendable {
+    private struct State {
+        var queue: [Item] = []
+        var closed = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Queues `item`, calling `wake` if the inbox was empty; false (nothing queued) once closed.
+    func submit(_ item: Item, wake: () -> Void) -> Bool {
+        state.withLock { s in
+            guard !s.closed else { return false }
+            s.queue.append(item)
+            if s.queue.count == 1 { wake() }
+            return true
+        }
+    }
+
+    /// Closes the inbox; true only the first time.
+    func close() -> Bool {
+        state.withLock { s in
+            defer { s.closed = true }
+            return !s.closed
+        }
+    }
+
+    /// Everything queued so far, and whether the inbox is closed (the loop then stops).
+    func take() -> (items: [Item], closed: Bool) {
+        state.withLock { s in
+            let items = s.queue
+            s.queue.removeAll(keepingCapacity: true)
+            return (items, s.closed)
+        }
+    }
+}
