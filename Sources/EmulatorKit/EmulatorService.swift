@@ -46,14 +46,16 @@ final class EmulatorService: Sendable {
 
     private func send(project: String, request: HTTPRequest) -> HTTPResponse {
         var slowMilliseconds = 0
-        var response = decideSend(project: project, request: request, slowMilliseconds: &slowMilliseconds)
+        var cut = false
+        var response = decideSend(project: project, request: request, slowMilliseconds: &slowMilliseconds, cut: &cut)
+        response.cut = cut && response.status == 200
         let share = configuration.latencyShare
         let delayed = share >= 1 || (share > 0 && Double.random(in: 0..<1) < share)
         response.delay = (delayed ? configuration.latency.sample() : .zero) + .milliseconds(slowMilliseconds)
         return response
     }
 
-    private func decideSend(project: String, request: HTTPRequest, slowMilliseconds: inout Int) -> HTTPResponse {
+    private func decideSend(project: String, request: HTTPRequest, slowMilliseconds: inout Int, cut: inout Bool) -> HTTPResponse {
         func fail(_ error: FCMError) -> HTTPResponse {
             store.count(project: project, outcome: error.outcome)
             return .error(error)
@@ -74,6 +76,7 @@ final class EmulatorService: Sendable {
             case .quotaTimes(let times):
                 if failsAgain(token, times: times) { return fail(.quotaExceeded(retryAfter: configuration.retryAfterSeconds)) }
             case .slow(let ms): slowMilliseconds = ms
+            case .cutAnswer: cut = true
             }
         }
         for (kind, rate) in configuration.errorRates where rate > 0 && Double.random(in: 0..<1) < rate {

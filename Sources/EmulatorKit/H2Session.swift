@@ -6,6 +6,8 @@ final class H2Stream {
     var tooLarge = false
     var responseBody: [UInt8] = []
     var responseOffset = 0
+    /// Fault: the body stops here and the stream is reset (nil: the whole body).
+    var cutAt: Int?
 }
 
 /// The server side of one HTTP/2 connection, framed by libnghttp2 (mem_recv / mem_send): collects
@@ -151,6 +153,7 @@ final class H2Session {
         guard let stream = streams[streamID] else { return }
         stream.request.body = []
         stream.responseBody = response.body
+        stream.cutAt = response.cut ? response.body.count / 2 : nil
         var fields: [(String, String)] = [(":status", String(response.status))]
         fields += response.headers
         fields.append(("content-length", String(response.body.count)))
@@ -172,7 +175,10 @@ final class H2Session {
                 guard let user, let buf, let flags else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
                 let me = Unmanaged<H2Session>.fromOpaque(user).takeUnretainedValue()
                 guard let stream = me.streams[streamID] else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-                let n = min(length, stream.responseBody.count - stream.responseOffset)
+                let end = stream.cutAt ?? stream.responseBody.count
+                // A cut answer: once its first half is out, failing here resets the stream.
+                if stream.cutAt != nil, stream.responseOffset == end { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+                let n = min(length, end - stream.responseOffset)
                 if n > 0 {
                     stream.responseBody.withUnsafeBytes { body in
                         UnsafeMutableRawPointer(buf).copyMemory(from: body.baseAddress! + stream.responseOffset, byteCount: n)

@@ -60,6 +60,11 @@ final class HTTP1Session {
         head += "content-length: \(response.body.count)\r\n"
         if !keepAlive { head += "connection: close\r\n" }
         head += "\r\n"
+        if response.cut {
+            connection.enqueue(Array(head.utf8) + response.body.prefix(response.body.count / 2))
+            connection.closeAfterFlush = true
+            return
+        }
         connection.enqueue(Array(head.utf8) + response.body)
         awaitingResponse = false
         if !keepAlive { connection.closeAfterFlush = true } else { process() }

@@ -30,6 +30,8 @@ struct HTTPResponse: Sendable {
     var headers: [(String, String)]
     var body: [UInt8]
     var delay: Duration = .zero
+    /// Fault: the answer stops after its headers and half its body (the request was processed).
+    var cut = false
 
     static func json(_ status: Int, _ text: String, extraHeaders: [(String, String)] = []) -> HTTPResponse {
         HTTPResponse(status: status, headers: [("content-type", "application/json; charset=UTF-8")] + extraHeaders, body: Array(text.utf8))

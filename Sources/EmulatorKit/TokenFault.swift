@@ -8,12 +8,16 @@ enum TokenFault: Equatable, Sendable {
     case quotaTimes(Int)
     /// Answer after `milliseconds`.
     case slow(milliseconds: Int)
+    /// Accept and record the message, then cut the answer after its headers and half its body
+    /// (HTTP/2: the stream is reset; HTTP/1.1: the connection closes).
+    case cutAnswer
 
     /// The fault a token asks for, or nil for an ordinary token.
     static func parse(token: String) -> TokenFault? {
         if let n = numberedPrefix("flaky", in: token) { return .flaky(times: n) }
         if let n = numberedPrefix("slow", in: token) { return .slow(milliseconds: n) }
         if let n = numberedPrefix("quota", in: token) { return .quotaTimes(n) }
+        if token.hasPrefix("cut-") { return .cutAnswer }
         for kind in InjectedError.allCases where token.hasPrefix(kind.rawValue) { return .error(kind) }
         return nil
     }

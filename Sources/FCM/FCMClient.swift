@@ -9,7 +9,8 @@ import Synchronization
 /// connection went away before any response (GOAWAY, reset, refused connect) is resent at once
 /// (up to `resendsAfterConnectionLoss` times, default 2), because FCM did not answer it. That
 /// may, rarely, duplicate a notification the server did accept before the connection died; the
-/// pipeline is at-least-once anyway. Timeouts are not resent here: they come back as
+/// pipeline is at-least-once anyway. An answer cut after its 2xx status arrived is not such a
+/// loss: the transports return it as a response, and it counts as sent. Timeouts are not resent here: they come back as
 /// `.retryable` for the caller's backoff. A 429 pauses the whole project in `rateLimiter`; so
 /// does (for `rateLimit.configurationPause`) an auth failure or an answer that is not FCM's.
 public final class FCMClient: Sendable {

@@ -339,7 +339,7 @@ final class H2Connection {
         for id in expired {
             guard let exchange = streams.removeValue(forKey: id) else { continue }
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
-            exchange.finish(.failure(pool.loop.timeoutError))
+            exchange.finishInterrupted(pool.loop.timeoutError)
         }
         if pingSentAt == nil {
             pingSentAt = now
@@ -370,7 +370,7 @@ final class H2Connection {
         for id in lost.keys.sorted() {
             guard let exchange = lost[id] else { continue }
             let unprocessed = requeue && goawayLastStreamID.map { id > $0 } == true
-            if !(unprocessed && sendElsewhere(exchange)) { exchange.finish(.failure(error)) }
+            if !(unprocessed && sendElsewhere(exchange)) { exchange.finishInterrupted(error) }
         }
         pool.connectionClosed(self, error: error, wasReady: wasReady)
     }

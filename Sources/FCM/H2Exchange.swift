@@ -36,6 +36,14 @@ final class H2Exchange: @unchecked Sendable {
         completion.resume(returning: result)
     }
 
+    /// Ends a request whose stream or connection went away, or whose deadline passed, before the
+    /// answer was complete: when the status already arrived and said 2xx, the server accepted
+    /// the request (FCM took the message), so it succeeds with whatever body came, since failing
+    /// it would have the message sent again; otherwise it fails with `error`.
+    func finishInterrupted(_ error: TransportError) {
+        if (200..<300).contains(status) { succeed() } else { finish(.failure(error)) }
+    }
+
     /// Resumes with the response collected so far.
     func succeed() {
         let body = responseBody

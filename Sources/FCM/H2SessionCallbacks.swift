@@ -93,6 +93,6 @@ extension H2Connection {
         let message = errorCode == NGHTTP2_NO_ERROR.rawValue
             ? "stream closed without a response"
             : "stream reset: " + String(cString: nghttp2_http2_strerror(errorCode))
-        exchange.finish(.failure(TransportError(kind: .connectionLost, message: message)))
+        exchange.finishInterrupted(TransportError(kind: .connectionLost, message: message))
     }
 }

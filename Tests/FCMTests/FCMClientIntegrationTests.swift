@@ -232,6 +232,25 @@ import Testing
         #expect(tokens.count == 200, "each send reached FCM once, got \(tokens.count)")
     }
 
+    /// An answer cut after its 200 status (HTTP/2: the stream reset mid-body; HTTP/1.1: the
+    /// connection closed mid-body) means FCM accepted the message: it counts as sent and is not
+    /// sent again, and the next send still goes through. On the nghttp2 transport only: libcurl
+    /// 7.88 drops the status when the reset arrives with the headers.
+    @Test(arguments: [true, false])
+    func answerCutAfterItsStatusCountsAsSentAndIsNotSentAgain(tls: Bool) async throws {
+        let harness = try EmulatorHarness(tls: tls, transport: .nghttp2)
+        defer { harness.stop() }
+        let outcomes = await withTaskGroup(of: FCMOutcome.self) { group in
+            for index in 0..<20 { group.addTask { await harness.send(token: "cut-\(index)") } }
+            return await group.reduce(into: [FCMOutcome]()) { $0.append($1) }
+        }
+        let notSent = outcomes.filter { $0.label != "sent" }
+        #expect(notSent.isEmpty, "\(notSent.count) not sent, e.g. \(notSent.prefix(3))")
+        let tokens = harness.emulator.recordedMessages().compactMap(\.token)
+        #expect(tokens.count == 20, "each cut answer's message reached FCM once, got \(tokens.count)")
+        #expect(await harness.send(token: "after-the-cuts").label == "sent")
+    }
+
     @Test(arguments: FCMTransportKind.allCases)
     func slowAnswerTimesOutAsRetryable(transport: FCMTransportKind) async throws {
         let harness = try EmulatorHarness(transport: transport, configureClient: { $0.transport.requestTimeout = .milliseconds(500) })

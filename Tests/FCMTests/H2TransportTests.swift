@@ -92,6 +92,21 @@ import Testing
         #expect(refused.retryAfter == "7")
     }
 
+    /// A stream reset after its 200 status and half its body: the server processed the request,
+    /// so the transport returns the response (failing it would have the message sent again).
+    @Test(arguments: [false, true]) func streamResetAfterA200StatusIsReturnedAsTheResponse(tls: Bool) async throws {
+        let fixture = try Fixture(tls: tls)
+        defer { fixture.stop() }
+        let result = await fixture.send(token: "cut-1")
+        guard case .success(let response) = result else {
+            Issue.record("expected the cut answer as a response, got \(result)")
+            return
+        }
+        #expect(response.status == 200)
+        #expect(fixture.harness.emulator.recordedMessages().compactMap(\.token) == ["cut-1"])
+        #expect(Self.error(await fixture.send(token: "after-the-cut")) == nil)
+    }
+
     /// Streams the server refused with its GOAWAY (above the last stream id) go out again on
     /// another connection; the ones it accepted are answered where they are. Every request is
     /// processed exactly once (the emulator's record), none fails.

@@ -67,6 +67,16 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(p.retry == nil && p.deadLetters.isEmpty)
     }
 
+    /// FCM's answer was cut after its 200 status: the push went out, its message name is unknown,
+    /// and the result says so by leaving `fcm_message_name` out rather than writing "".
+    @Test func aSendWhoseAnswerWasCutIsSentWithoutAMessageName() throws {
+        let p = try plan(job(["a"]), [0: .sent(messageName: "")])
+        #expect(p.results.map(\.outcome) == [.sent])
+        #expect(p.results[0].fcmMessageName == nil)
+        #expect(!String(decoding: p.results[0].encodedBytes(), as: UTF8.self).contains("fcm_message_name"))
+        #expect(p.retry == nil && p.deadLetters.isEmpty)
+    }
+
     @Test func transientFailuresAreRetriedAloneWithTheirIDs() throws {
         let j = try job(["a", "b"])
         let p = try plan(j, [0: .sent(messageName: "n"), 1: .retryable(ResultError(code: "UNAVAILABLE", httpStatus: 503, message: ""), retryAfter: .seconds(20))])

@@ -95,7 +95,7 @@ public struct JobPlanner: Sendable {
             case .message(let message):
                 let index = message.recipientIndex
                 switch delivered[index] {
-                case .sent(let name)?: result(index, message.mnMessageID, job.validateOnly ? .validated : .sent, name: name)
+                case .sent(let name)?: result(index, message.mnMessageID, job.validateOnly ? .validated : .sent, name: name.isEmpty ? nil : name)
                 case .invalidToken(let e)?: result(index, message.mnMessageID, .invalidToken, error: e)
                 case .rejected(let e)?: result(index, message.mnMessageID, .rejected, error: e)
                 case .retryable(let e, let after)?:
