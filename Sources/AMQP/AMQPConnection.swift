@@ -12,6 +12,7 @@ enum AMQPMethod {
     static let channelCloseOK: UInt32 = 0x0014_0029
     static let basicCancel: UInt32 = 0x003C_001E
     static let basicCancelOK: UInt32 = 0x003C_001F
+    static let basicPublish: UInt32 = 0x003C_0028
     static let basicReturn: UInt32 = 0x003C_0032
     static let basicDeliver: UInt32 = 0x003C_003C
     static let basicGetOK: UInt32 = 0x003C_0047
@@ -204,6 +205,41 @@ final class AMQPConnection {
         guard socketFD >= 0 else { return }
         var value: Int32 = on ? 1 : 0
         _ = setsockopt(socketFD, Int32(IPPROTO_TCP), TCP_CORK, &value, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// True when publishes may go out as gathered frames (`PublishFrames`) written straight to
+    /// the socket: plain TCP. Over TLS the bytes must pass through librabbitmq's SSL socket.
+    var writesFramesDirectly: Bool { socketFD >= 0 && settings.nodes[nodeIndex].tls == nil }
+
+    /// The frame size negotiated with the broker.
+    var frameMax: Int { Int(amqp_get_frame_max(state)) }
+
+    /// Writes gathered publishes whole, waiting while the socket is full (as librabbitmq does);
+    /// a failure ends the connection. Only when `writesFramesDirectly`.
+    func write(_ frames: PublishFrames) throws(AMQPError) {
+        let fd = socketFD
+        let failure: Int32? = frames.bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if n > 0 {
+                    offset += n
+                    continue
+                }
+                if n < 0, errno == EINTR { continue }
+                if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                    var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&entry, 1, -1)
+                    continue
+                }
+                return n < 0 ? errno : EPIPE
+            }
+            return nil
+        }
+        if let failure {
+            markLost()
+            throw .connectionLost("publish failed: \(String(cString: strerror(failure)))")
+        }
     }
 
     // MARK: frames

@@ -246,10 +246,30 @@ public final class ConfirmingPublisher: Sendable {
         var unprocessed: [Command] = []  // drained but not executed when the connection died
         var loopError: AMQPError?
         var now = ContinuousClock.now  // one clock read per pass of the loop
+        // On plain TCP a pass's publishes are gathered and leave in one write (`flush`); over
+        // TLS each goes out through librabbitmq, corked when there are several.
+        var frames = connection.writesFramesDirectly ? PublishFrames(frameMax: connection.frameMax) : nil
         func write(_ m: Outgoing, _ waiter: Waiter) throws(AMQPError) {
-            inFlight.add(waiter, m, at: now)
-            try connection.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body,
-                                   properties: m.properties, mandatory: true)
+            if frames != nil {
+                do {
+                    try frames!.append(channel: 1, exchange: m.exchange, routingKey: m.routingKey, body: m.body,
+                                       properties: m.properties, mandatory: true)
+                } catch {
+                    waiter.settle(.failure(error))  // not counted in inFlight: nothing else settles it
+                    throw error
+                }
+                inFlight.add(waiter, m, at: now)
+            } else {
+                inFlight.add(waiter, m, at: now)
+                try connection.publish(exchange: m.exchange, routingKey: m.routingKey, body: m.body,
+                                       properties: m.properties, mandatory: true)
+            }
+        }
+        /// Writes the gathered publishes (they are in `inFlight` already: a failure fails them there).
+        func flush() throws(AMQPError) {
+            guard frames?.isEmpty == false else { return }
+            try connection.write(frames!)
+            frames!.removeAll()
         }
         /// Writes `messages` (or holds them while blocked); on a write error, fails the ones after it.
         func submit(_ messages: [(Outgoing, Waiter)]) throws(AMQPError) {
@@ -269,7 +289,7 @@ public final class ConfirmingPublisher: Sendable {
                 let batch = closers.isEmpty ? commands.drain() : []
                 now = .now
                 // Several publishes drained at once go out corked: one segment for all of them.
-                let corked = !flowBlocked && Self.publishCount(batch) > 1
+                let corked = frames == nil && !flowBlocked && Self.publishCount(batch) > 1
                 if corked { connection.cork(true) }
                 for (index, command) in batch.enumerated() {
                     switch command {
@@ -301,6 +321,7 @@ public final class ConfirmingPublisher: Sendable {
                     }
                 }
                 if corked { connection.cork(false) }  // (a write error above ends the connection anyway)
+                try flush()
                 if !closers.isEmpty && (inFlight.waiting.isEmpty || ContinuousClock.now >= closeDeadline) { break }
                 if !flowBlocked, let sentAt = inFlight.oldestSentAt,
                    ContinuousClock.now - max(sentAt, unblockedAt) > options.confirmTimeout {
@@ -332,6 +353,7 @@ public final class ConfirmingPublisher: Sendable {
                         held = []
                         now = .now
                         try submit(release)
+                        try flush()
                     default: break
                     }
                     connection.releaseBuffers()

@@ -108,6 +108,37 @@ struct PublishConsumeTests {
         #expect(!got.redelivered)
     }
 
+    /// One batch whose publishes leave gathered in one write: a body spread over several frames,
+    /// an empty body (no body frame), properties too large for the 4 KiB first try, and small
+    /// ones. Each arrives byte for byte, in order, with its properties.
+    @Test func aBatchOfLargeEmptyAndSmallPublishesArrivesByteForByte() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("frames")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try declareTestQueue(queue, settings: settings)
+        var generator = SystemRandomNumberGenerator()
+        let large = Data((0..<(3 * settings.frameMax + 17)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let bigHeaders = MessageProperties(headers: ["push-error-message": .string(String(repeating: "é", count: 3_000))],
+                                           messageID: "big-headers")
+        let batch: [ConfirmingPublisher.Outgoing] = [
+            .init(exchange: "", routingKey: queue, body: large, properties: MessageProperties(messageID: "large")),
+            .init(exchange: "", routingKey: queue, body: Data(), properties: MessageProperties(messageID: "empty")),
+            .init(exchange: "", routingKey: queue, body: Data("{}".utf8), properties: bigHeaders),
+        ] + (0..<20).map { .init(exchange: "", routingKey: queue, body: Data("small-\($0)".utf8)) }
+        let publisher = try await ConfirmingPublisher.connect(settings: settings)
+        let errors = await publisher.publish(batch: batch)
+        await publisher.close()
+        #expect(errors.allSatisfy { $0 == nil }, "\(errors.compactMap { $0 })")
+
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 50)
+        let got = try await take(batch.count, from: consumer)
+        for delivery in got { consumer.ack(delivery.deliveryTag) }
+        await consumer.close()
+        #expect(got.map(\.body) == batch.map(\.body))
+        #expect(got.map(\.properties) == batch.map(\.properties))
+    }
+
     @Test func nackWithRequeueRedeliversTheMessage() async throws {
         let broker = try await TestBroker.shared()
         let settings = try broker.settings()
