@@ -19,6 +19,8 @@ final class EventLoop: @unchecked Sendable {
     private var handlers: [LoopHandler] = []
     private var pending: [LoopHandler] = []
     private var timers = DeadlineHeap()
+    /// Work to run once after this pass's due timers, at most once per key.
+    private var afterTimers: [ObjectIdentifier: () -> Void] = [:]
     /// A self-pipe: `stop()` writes to [1], the loop polls [0].
     private let wakeFD: Int32
     private let wakeWriteFD: Int32
@@ -45,6 +47,14 @@ final class EventLoop: @unchecked Sendable {
     /// Runs `action` on the loop thread after `delay`.
     func schedule(after delay: Duration, _ action: @escaping () -> Void) {
         timers.push(deadline: MonotonicClock.nowNanos() &+ UInt64(max(0, delay.nanoseconds)), action)
+    }
+
+    /// Runs `action` once after the timers due in this pass ran, however many of them ask with
+    /// the same `key`: a connection writes the answers of every timer that fired for it at once
+    /// (one write, one TLS record run) instead of one write per delayed answer.
+    func onceAfterTimers(_ key: AnyObject, _ action: @escaping () -> Void) {
+        let id = ObjectIdentifier(key)
+        if afterTimers[id] == nil { afterTimers[id] = action }
     }
 
     /// Asks the loop to finish (any thread).
@@ -86,6 +96,7 @@ final class EventLoop: @unchecked Sendable {
         handlers.removeAll()
         pending.removeAll()
         timers = DeadlineHeap()
+        afterTimers = [:]
     }
 
     private func runDueTimers() {
@@ -95,6 +106,10 @@ final class EventLoop: @unchecked Sendable {
             let action = timers.pop()
             action()
         }
+        guard !afterTimers.isEmpty else { return }
+        let work = afterTimers
+        afterTimers = [:]
+        for action in work.values { action() }
     }
 }
 

@@ -142,7 +142,9 @@ final class H2Session {
             connection.loop.schedule(after: response.delay) { [weak self] in
                 guard let self, !self.connection.isClosed else { return }
                 self.submit(response, on: streamID)
-                self.connection.produceAndFlush()
+                self.connection.loop.onceAfterTimers(self.connection) { [weak connection = self.connection] in
+                    connection?.produceAndFlush()
+                }
             }
         } else {
             submit(response, on: streamID)

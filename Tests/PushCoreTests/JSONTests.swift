@@ -13,8 +13,17 @@ import Testing
         #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
     }
 
-    @Test func refusesInvalidUTF8() {
-        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0xFF, 0xFE, 0x22]) }
+    /// Stray bytes, an overlong "/", an encoded surrogate, a cut sequence: after ASCII or not,
+    /// with or without an escape in the string.
+    @Test(arguments: [[0xFF, 0xFE], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0x61, 0xE2, 0x82],
+                      [0x5C, 0x6E, 0xFF], [0xC3, 0xA9, 0xC3]] as [[UInt8]])
+    func refusesInvalidUTF8(inside: [UInt8]) {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22] + inside + [0x22]) }
+    }
+
+    @Test func readsStringsOfASCIIMultiByteAndEscapedText() throws {
+        let text = #"["plain","é€😀","a\"b\u00e9","ünï\ncode"]"#
+        #expect(try JSONValue.parse(text) == .array(["plain", "é€😀", "a\"bé", "ünï\ncode"]))
     }
 
     @Test func refusesNestingBeyondTheLimit() {

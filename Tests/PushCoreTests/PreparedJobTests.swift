@@ -61,6 +61,51 @@ import Testing
         }
     }
 
+    /// A clean job without options takes its App ID's sections as encoded once per configuration
+    /// and writes only its notification: the bytes equal the whole message written by the generic
+    /// JSON writer, whatever sections the App ID has and whichever notification fields are set.
+    @Test func appSectionsEncodedOncePerConfigurationComposeTheBytesOfTheWholeMessage() throws {
+        let extras: [[String: JSONValue]] = [
+            [:], ["android": ["priority": "high"]],
+            ["android": ["priority": "high", "ttl": "60s"], "apns": ["headers": ["apns-priority": "10"]],
+             "webpush": ["headers": ["Urgency": "high"]], "fcm_options": ["analytics_label": "label"]],
+            ["webpush": ["fcm_options": ["link": #"https://x.example/é"q"#]]],
+        ]
+        let notifications = [NotificationContent(title: "T"), NotificationContent(body: "B"),
+                             NotificationContent(title: #"T "q""#, body: "é\n\u{1}", image: "https://img.example/a.png")]
+        var composed = 0
+        for extra in extras {
+            let app = AppConfiguration(appID: "a", projectID: "p", credentialsFile: "/dev/null",
+                                       defaultPayload: ["k": "v"], extraOptions: extra)
+            for type in [MessageType.notification, .data] {
+                for notification in type == .notification ? notifications.map(Optional.some) : [nil] {
+                    let job = SendJob(jobID: "j", appID: "a", messageType: type, notification: notification,
+                                      target: .recipients([Recipient(token: "t1", data: ["r": "1"])]))
+                    let prepared = try MessageComposer().prepare(job, app: app)
+                    #expect(prepared.sharedIsClean && prepared.message.isEmpty, "the encoded sections were not used")
+                    var message = app.sections.sections(for: type)
+                    if let n = notification {
+                        var o: [String: JSONValue] = [:]
+                        if let t = n.title { o["title"] = .string(t) }
+                        if let b = n.body { o["body"] = .string(b) }
+                        if let i = n.image { o["image"] = .string(i) }
+                        message["notification"] = .object(o)
+                    }
+                    let data = ["k": "v", "r": "1", "mn_message_id": MessageID.resolve(job: job, recipientIndex: 0)]
+                    message["data"] = .object(data.mapValues(JSONValue.string))
+                    message["token"] = "t1"
+                    guard case .message(let got) = prepared.compose(0) else {
+                        Issue.record("\(extra) \(type): not composed: \(prepared.compose(0))")
+                        continue
+                    }
+                    #expect(got.body == JSONValue.object(["message": .object(message)]).encodedBytes(), "\(extra) \(type)")
+                    composed += 1
+                }
+            }
+        }
+        #expect(composed == extras.count * (notifications.count + 1))
+    }
+
     @Test func topicsAndConditionsComposeAsTheWholeMessageChecksAroundThe2048ByteLimit() throws {
         var seen: Set<Bool> = []
         for pad in 1_880...1_960 {

@@ -12,6 +12,7 @@
 #   --keep       keep the work folder (logs, configs)
 #   --perf       record a CPU profile of each worker run (perf record -e cpu-clock -g) into the
 #                work folder as perf-LABEL.data (implies --keep); the figures then include perf's cost
+#                (PERF_EVENT=EVENT records another event, e.g. a probe on malloc)
 #
 # Starts a private RabbitMQ node (scripts/test-broker.sh), Debian's nginx-light as a static
 # HTTP/2 TLS endpoint shaped like FCM (nginx.conf.in), and builds two C floors with gcc:
@@ -182,7 +183,7 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   WORKER_PID=$!
   local perf_pid=""
   if ((PERF)); then
-    perf record -q -e cpu-clock -g -p "$WORKER_PID" -o "$WORK/perf-$label.data" >/dev/null 2>&1 &
+    perf record -q -e "${PERF_EVENT:-cpu-clock}" -g -p "$WORKER_PID" -o "$WORK/perf-$label.data" >/dev/null 2>&1 &
     perf_pid=$!
   fi
   last_log=$(date +%s)

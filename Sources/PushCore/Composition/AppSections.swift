@@ -14,6 +14,8 @@ public struct AppSections: Sendable, Equatable {
     private let data: [String: JSONValue]
     private let notificationIsClean: Bool
     private let dataIsClean: Bool
+    private let notificationMembers: [EncodedMember]
+    private let dataMembers: [EncodedMember]
 
     /// The sections of `extraOptions` (other members are ignored, as in every message).
     public init(extraOptions: [String: JSONValue]) {
@@ -22,11 +24,19 @@ public struct AppSections: Sendable, Equatable {
         let validator = MessageValidator()
         notificationIsClean = validator.sharedIssues(message: notification).isEmpty
         dataIsClean = validator.sharedIssues(message: data).isEmpty
+        notificationMembers = EncodedMember.members(of: notification)
+        dataMembers = EncodedMember.members(of: data)
     }
 
     /// The sections of a message of `type` from a job without options.
     public func sections(for type: MessageType) -> [String: JSONValue] {
         type == .data ? data : notification
+    }
+
+    /// `sections(for: type)` encoded, in key order: written once per configuration, copied into
+    /// every message of a job without options.
+    func encodedMembers(for type: MessageType) -> [EncodedMember] {
+        type == .data ? dataMembers : notificationMembers
     }
 
     /// True when `sections(for: type)` has no issue.
@@ -57,4 +67,30 @@ public struct AppSections: Sendable, Equatable {
         "headers": ["apns-priority": "5", "apns-push-type": "background"],
         "payload": ["aps": ["content-available": 1]],
     ]
+}
+
+/// One member of a JSON object written out, `"key":value` (compact, keys of nested objects
+/// sorted): what `JSONValue.encodedBytes()` writes for it inside its object.
+struct EncodedMember: Sendable, Equatable {
+    let key: String
+    let bytes: [UInt8]
+
+    init(key: String, value: JSONValue) {
+        var bytes: [UInt8] = []
+        JSONValue.writeString(key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        value.write(to: &bytes, style: .compact, indent: 0)
+        self.key = key
+        self.bytes = bytes
+    }
+
+    init(key: String, bytes: [UInt8]) {
+        self.key = key
+        self.bytes = bytes
+    }
+
+    /// Every member of `object`, in key order.
+    static func members(of object: [String: JSONValue]) -> [EncodedMember] {
+        object.keys.sorted().map { EncodedMember(key: $0, value: object[$0]!) }
+    }
 }

@@ -71,6 +71,15 @@ public struct MessageComposer: Sendable {
         let problems = jobIssues(job, app: app)
         guard problems.isEmpty else { throw ContractError(document: "send job", issues: problems) }
         let type = job.messageType ?? app.defaultMessageType
+        if job.options.isEmpty {  // the common case: the App ID's sections, encoded once per configuration
+            let data = Self.data(of: job, app: app)
+            let notification = type == .notification ? job.notification : nil
+            if app.sections.areClean(for: type),
+               validator.ownMembersAreClean(dataKeys: data.keys, notificationImage: notification?.image) {
+                return PreparedJob(job: job, validator: validator, data: data, appMembers: app.sections.encodedMembers(for: type),
+                                   notification: notification)
+            }
+        }
         let shared = sharedSections(job, app: app, type: type)
         return PreparedJob(job: job, validator: validator, message: shared.message, data: shared.data,
                            sharedIsClean: sharedIsClean(job, app: app, type: type, shared: shared))
@@ -101,6 +110,11 @@ public struct MessageComposer: Sendable {
             if let i = n.image { o["image"] = .string(i) }
             message["notification"] = .object(o)
         }
-        return (message, job.data.isEmpty ? app.defaultPayload : app.defaultPayload.merging(job.data) { _, job in job })
+        return (message, Self.data(of: job, app: app))
+    }
+
+    /// App ID default payload < job data.
+    private static func data(of job: SendJob, app: AppConfiguration) -> [String: String] {
+        job.data.isEmpty ? app.defaultPayload : app.defaultPayload.merging(job.data) { _, job in job }
     }
 }

@@ -9,14 +9,15 @@
 public struct PreparedJob: Sendable {
     public let job: SendJob
     let validator: MessageValidator
-    /// Everything but `data` and the target.
+    /// Everything but `data` and the target, as values: read only when the shared part is not
+    /// clean (empty when it came encoded, see `init(job:validator:data:appMembers:notification:)`).
     let message: [String: JSONValue]
     /// App ID default payload < job data.
     let data: [String: String]
     let sharedIsClean: Bool
-    /// `message`'s members encoded once (`"key":value`), in the writer's key order: a recipient's
+    /// The shared members encoded once (`"key":value`), in the writer's key order: a recipient's
     /// message is these with its `data` and target written in between (clean shared part only).
-    private let encodedMembers: [(key: String, bytes: [UInt8])]
+    private let encodedMembers: [EncodedMember]
 
     init(job: SendJob, validator: MessageValidator, message: [String: JSONValue], data: [String: String], sharedIsClean: Bool) {
         self.job = job
@@ -24,13 +25,46 @@ public struct PreparedJob: Sendable {
         self.message = message
         self.data = data
         self.sharedIsClean = sharedIsClean
-        encodedMembers = sharedIsClean ? message.keys.sorted().map { key in
-            var bytes: [UInt8] = []
-            JSONValue.writeString(key, to: &bytes)
-            bytes.append(UInt8(ascii: ":"))
-            message[key]!.write(to: &bytes, style: .compact, indent: 0)
-            return (key, bytes)
-        } : []
+        encodedMembers = sharedIsClean ? EncodedMember.members(of: message) : []
+    }
+
+    /// A clean job without options: the App ID's sections come encoded from its configuration
+    /// (`AppSections.encodedMembers(for:)`); only the job's `notification` is written here.
+    init(job: SendJob, validator: MessageValidator, data: [String: String], appMembers: [EncodedMember],
+         notification: NotificationContent?) {
+        self.job = job
+        self.validator = validator
+        self.message = [:]
+        self.data = data
+        self.sharedIsClean = true
+        guard let notification else {
+            encodedMembers = appMembers
+            return
+        }
+        var members = appMembers
+        let member = EncodedMember(key: "notification", bytes: Self.encoded(notification))
+        members.insert(member, at: members.firstIndex { $0.key > member.key } ?? members.count)
+        encodedMembers = members
+    }
+
+    /// `"notification":{…}` as the JSON writer puts it (keys sorted: body, image, title).
+    private static func encoded(_ notification: NotificationContent) -> [UInt8] {
+        var out = Array(#""notification":{"#.utf8)
+        var first = true
+        func write(_ key: StaticString, _ value: String?) {
+            guard let value else { return }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+            out.append(contentsOf: #"":"#.utf8)
+            JSONValue.writeString(value, to: &out)
+        }
+        write("body", notification.body)
+        write("image", notification.image)
+        write("title", notification.title)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Recipients, or 1 for a topic or condition.

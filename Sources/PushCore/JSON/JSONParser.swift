@@ -140,16 +140,18 @@ struct JSONParser {
     private mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes; ASCII needs no UTF-8 validation.
+        var seen: UInt8 = 0
         while index < buffer.count {
             let byte = buffer[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: buffer[start..<index])
                 index += 1
-                return try decodeUTF8(slice, at: start)
+                return seen < 0x80 ? String(decoding: slice, as: UTF8.self) : try decodeUTF8(slice, at: start)
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in string") }
+            seen |= byte
             index += 1
         }
         var bytes = Array(UnsafeBufferPointer(rebasing: buffer[start..<index]))
@@ -219,18 +221,12 @@ struct JSONParser {
         bytes.append(contentsOf: String(Character(unicode)).utf8)
     }
 
+    /// Refuses ill-formed UTF-8 rather than replacing it silently.
     private func decodeUTF8(_ slice: UnsafeBufferPointer<UInt8>, at offset: Int) throws(JSONParseError) -> String {
-        // Validate, refusing ill-formed UTF-8 rather than replacing it silently.
-        var iterator = slice.makeIterator()
-        var decoder = UTF8()
-        loop: while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue: continue
-            case .emptyInput: break loop
-            case .error: throw JSONParseError(reason: "invalid UTF-8 in string", offset: offset)
-            }
+        guard let text = String(validating: slice, as: UTF8.self) else {
+            throw JSONParseError(reason: "invalid UTF-8 in string", offset: offset)
         }
-        return String(decoding: slice, as: UTF8.self)
+        return text
     }
 
     private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
