@@ -138,9 +138,10 @@ public final class AMQPConsumer: Sendable {
                 try connection.ack(ack.deliveryTag, multiple: ack.multiple)
             }
         }
+        var batch: [Command] = []
         do {
             loop: while true {
-                let batch = commands.drain()
+                commands.drain(into: &batch)
                 for (index, command) in batch.enumerated() {
                     do {
                         switch command {

@@ -53,13 +53,12 @@ final class CommandQueue<Command: Sendable>: Sendable {
         _ = Glibc.write(signalFD, &one, 1)
     }
 
-    /// Takes every queued command, in order.
-    func drain() -> [Command] {
-        state.withLock { s in
-            let items = s.items
-            s.items.removeAll(keepingCapacity: true)
-            return items
-        }
+    /// Moves every queued command, in order, into `batch` (emptied first). The two buffers trade
+    /// places: the connection thread keeps `batch` from pass to pass and the queue reuses its
+    /// capacity, so a pass allocates nothing.
+    func drain(into batch: inout [Command]) {
+        batch.removeAll(keepingCapacity: true)
+        state.withLock { s in swap(&batch, &s.items) }
     }
 
     /// Refuses further commands and hands back the ones still queued.

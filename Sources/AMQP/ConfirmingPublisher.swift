@@ -245,6 +245,7 @@ public final class ConfirmingPublisher: Sendable {
         var unblockedAt = ContinuousClock.Instant.now  // confirm deadlines never count blocked time
         var unprocessed: [Command] = []  // drained but not executed when the connection died
         var loopError: AMQPError?
+        var batch: [Command] = []  // one pass's commands (the queue and this trade buffers)
         var now = ContinuousClock.now  // one clock read per pass of the loop
         // On plain TCP a pass's publishes are gathered and leave in one write (`flush`); over
         // TLS each goes out through librabbitmq, corked when there are several.
@@ -286,7 +287,7 @@ public final class ConfirmingPublisher: Sendable {
         }
         do {
             while true {
-                let batch = closers.isEmpty ? commands.drain() : []
+                if closers.isEmpty { commands.drain(into: &batch) } else { batch.removeAll(keepingCapacity: true) }
                 now = .now
                 // Several publishes drained at once go out corked: one segment for all of them.
                 let corked = frames == nil && !flowBlocked && Self.publishCount(batch) > 1

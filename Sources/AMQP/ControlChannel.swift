@@ -93,9 +93,10 @@ public final class ControlChannel: Sendable {
         var closers: [CheckedContinuation<Void, Never>] = []
         var unprocessed: [Command] = []
         var failure: any Error = AMQPError.closed("the control channel")
+        var batch: [Command] = []
         do {
             loop: while true {
-                let batch = commands.drain()
+                commands.drain(into: &batch)
                 for (index, command) in batch.enumerated() {
                     unprocessed = Array(batch[(index + 1)...])
                     switch command {

@@ -52,9 +52,11 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     private func run() {
+        var batch: [CurlTransfer] = []
         while true {
-            let (batch, closed) = inbox.take()
+            let closed = inbox.take(into: &batch)
             for transfer in batch { start(transfer) }
+            batch.removeAll(keepingCapacity: true)
             if closed { break }
             var running: Int32 = 0
             curl_multi_perform(multi, &running)

@@ -87,9 +87,11 @@ final class H2Loop: @unchecked Sendable {
         var polled: [H2Connection] = []
         var nextScan = H2Clock.now() &+ Self.scanInterval
         var drain = [UInt8](repeating: 0, count: 64)
+        var batch: [H2Exchange] = []
         while true {
-            let (batch, closed) = inbox.take()
+            let closed = inbox.take(into: &batch)
             for exchange in batch { route(exchange) }
+            batch.removeAll(keepingCapacity: true)
             if closed { break }
             var busy = false
             for pool in pools.values {

@@ -32,12 +32,14 @@ final class LoopInbox<Item: Sendable>: Sendable {
         }
     }
 
-    /// Everything queued so far, and whether the inbox is closed (the loop then stops).
-    func take() -> (items: [Item], closed: Bool) {
-        state.withLock { s in
-            let items = s.queue
-            s.queue.removeAll(keepingCapacity: true)
-            return (items, s.closed)
+    /// Moves everything queued so far into `items` (emptied first) and tells whether the inbox
+    /// is closed (the loop then stops). The two buffers trade places: the loop keeps `items`
+    /// from pass to pass and the queue reuses its capacity, so a pass allocates nothing.
+    func take(into items: inout [Item]) -> Bool {
+        items.removeAll(keepingCapacity: true)
+        return state.withLock { s in
+            swap(&items, &s.queue)
+            return s.closed
         }
     }
 }
