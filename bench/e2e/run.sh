@@ -75,6 +75,9 @@ now() { date +%s.%N; }
 cpu_of() { # utime + stime of a pid, in seconds
   awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
 }
+context_switches() { # voluntary + involuntary, summed over the threads of a pid
+  cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches:/ { n += $2 } END { print n + 0 }'
+}
 peak_rss_mib() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 rss_mib() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 calc() { python3 -c "print($1)"; }
@@ -205,9 +208,10 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   FIG[$label.cpu]=$(calc "round($(cpu_of "$WORKER_PID") / $expected * 1e6, 1)")
   FIG[$label.broker]=$(calc "round(($b1 - $b0) / $expected * 1e6, 1)")
   FIG[$label.rss]=$(peak_rss_mib "$WORKER_PID")
+  FIG[$label.switches]=$(calc "round($(context_switches "$WORKER_PID") / $expected, 2)")
   if [ -n "$perf_pid" ]; then kill -INT "$perf_pid"; wait "$perf_pid" 2>/dev/null || true; echo "   profile: $WORK/perf-$label.data"; fi
   kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null || true; WORKER_PID=""
-  echo "   worker: $expected results in $(calc "round($t1 - $t0, 2)") s, peak RSS ${FIG[$label.rss]} MiB"
+  echo "   worker: $expected results in $(calc "round($t1 - $t0, 2)") s, peak RSS ${FIG[$label.rss]} MiB, ${FIG[$label.switches]} context switches per message"
 }
 
 ratio() { calc "round($1 / $2, 2)"; }

@@ -7,6 +7,10 @@ func fuzzJob(_ bytes: UnsafeBufferPointer<UInt8>) {
         let again = try? JSONValue.parse(value.encodedBytes())
         precondition(again == value, "JSON round trip changed the value")
     }
+    // The scanner of the common shape accepts only what the full decoder reads, and reads it the same.
+    if let scanned = SendJobScanner.scan(bytes) {
+        precondition((try? SendJob.decodeThroughTree(bytes)) == scanned, "the scanner and the full decoder disagree")
+    }
     if let job = try? SendJob.decode(bytes) {
         precondition((try? SendJob.decode(job.encoded())) == job, "job round trip changed the job")
         let app = AppConfiguration(appID: job.appID, projectID: "p", credentialsFile: "/dev/null",

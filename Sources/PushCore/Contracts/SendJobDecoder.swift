@@ -1,6 +1,14 @@
 extension SendJob {
     /// Reads a send job from the bytes of an AMQP message body; every issue is reported at once.
+    /// The common shape is read straight from the bytes (`SendJobScanner`); anything else goes
+    /// through the JSON tree (`decodeThroughTree`), which gives the same job or words the issues.
     public static func decode<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ContractError) -> SendJob {
+        if let job = SendJobScanner.scan(bytes) { return job }
+        return try decodeThroughTree(bytes)
+    }
+
+    /// The full decoder: the bytes parsed into a JSON tree, read field by field.
+    static func decodeThroughTree<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(ContractError) -> SendJob {
         let json: JSONValue
         do {
             json = try JSONValue.parse(bytes)

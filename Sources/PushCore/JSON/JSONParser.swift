@@ -47,7 +47,7 @@ struct JSONParser {
 
     private func fail(_ reason: String) -> JSONParseError { JSONParseError(reason: reason, offset: index) }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < buffer.count {
             switch buffer[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -56,7 +56,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseValue() throws(JSONParseError) -> JSONValue {
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
         guard index < buffer.count else { throw fail("unexpected end of input") }
         switch buffer[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -137,7 +137,8 @@ struct JSONParser {
         return .array(elements)
     }
 
-    private mutating func parseString() throws(JSONParseError) -> String {
+    /// Reads the string whose opening quote is at `index`.
+    mutating func parseString() throws(JSONParseError) -> String {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes; ASCII needs no UTF-8 validation.
