@@ -159,7 +159,7 @@ public final class ProjectRateLimiter: Sendable {
         case .deferred(let delay):
             return .deferred(delay)
         case .grantedAfter(let delay):
-            try? await Task.sleep(for: delay)
+            await PacedWakeups.shared.sleep(for: delay)  // one timer for every paced send, not one each
             // A 429 may have paused the project while we waited.
             let pause = pauseRemaining(project: project)
             if pause > .zero { return .deferred(pause) }
