@@ -101,7 +101,8 @@ import Testing
         return Array(JSONValue.object(["apps": .array([app])]).encodedString().utf8)
     }
 
-    @Test(arguments: ["com.shop.android", "shop*", "shop#", "shop android", "shop\tandroid", "shop\u{00A0}x", "shop\u{7}", "."])
+    @Test(arguments: ["com.shop.android", "shop*", "shop#", "shop android", "shop\tandroid", "shop\u{00A0}x", "shop\u{7}", ".",
+                      "shop\u{7F}", "shop\u{85}x", "shop\u{2028}x", "\u{20}"])
     func appIDsThatBreakRoutingKeysAreRefusedAtLoadAndInJobs(appID: String) throws {
         do {
             _ = try AppRegistry.decode(appFile(appID: appID))

@@ -13,7 +13,11 @@ public enum IdentifierRules {
                 return "must not contain '\(scalar)': app_id is a word of routing keys such as \"<app_id>.invalid_token\" "
                     + "(use '-' or '_' instead, e.g. \"\(suggestion(appID))\")"
             default:
-                if scalar.properties.isWhitespace || scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+                // ASCII is decided without the Unicode tables: its whitespace and controls are
+                // U+0000…U+0020 and U+007F.
+                let bad = scalar.isASCII ? scalar.value <= 0x20 || scalar.value == 0x7F
+                    : scalar.properties.isWhitespace || (0x7F...0x9F).contains(scalar.value)
+                if bad {
                     return "must not contain whitespace or control characters (found U+\(String(scalar.value, radix: 16, uppercase: true)))"
                 }
             }
