@@ -126,18 +126,14 @@ final class CurlLoop: @unchecked Sendable {
             if transfer.oversized {
                 result = .failure(TransportError(kind: .responseTooLarge,
                                                  message: "response body larger than \(configuration.maxResponseBytes) bytes"))
-            } else if code == CURLE_OK {
-                var status = 0
-                pc_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-                result = .success(HTTPResponse(status: status, body: transfer.responseBody, retryAfter: transfer.retryAfter))
             } else {
-                // Cut after a 2xx status (reset, closed, timed out): FCM accepted the message, and
-                // failing would have it sent again (the rule of H2Exchange.finishInterrupted). Only
-                // when libcurl kept the status: 7.88 drops it when a stream reset arrives with the
-                // headers, so that case is still a connection loss on this transport.
                 var status = 0
                 pc_curl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-                result = (200..<300).contains(status)
+                // A transfer cut after a 2xx status (reset, closed, timed out) is an answer too: FCM
+                // accepted the message, and failing would have it sent again (the rule of
+                // H2Exchange.finishInterrupted). Only when libcurl kept the status: 7.88 drops it
+                // when a stream reset arrives with the headers, so that case is still a loss here.
+                result = code == CURLE_OK || (200..<300).contains(status)
                     ? .success(HTTPResponse(status: status, body: transfer.responseBody, retryAfter: transfer.retryAfter))
                     : .failure(Self.transportError(code))
             }

@@ -71,50 +71,39 @@ public struct MessageComposer: Sendable {
         let problems = jobIssues(job, app: app)
         guard problems.isEmpty else { throw ContractError(document: "send job", issues: problems) }
         let type = job.messageType ?? app.defaultMessageType
-        if job.options.isEmpty {  // the common case: the App ID's sections, encoded once per configuration
-            let data = Self.data(of: job, app: app)
-            let notification = type == .notification ? job.notification : nil
-            if app.sections.areClean(for: type),
-               validator.ownMembersAreClean(dataKeys: data.keys, notificationImage: notification?.image) {
-                return PreparedJob(job: job, validator: validator, data: data, appMembers: app.sections.encodedMembers(for: type),
-                                   notification: notification)
-            }
-        }
-        let shared = sharedSections(job, app: app, type: type)
-        return PreparedJob(job: job, validator: validator, message: shared.message, data: shared.data,
-                           sharedIsClean: sharedIsClean(job, app: app, type: type, shared: shared))
-    }
-
-    /// Whether the shared part has no issue. Without job options its sections are the App ID's,
-    /// checked once per configuration (`AppSections`): only the job's own members are checked.
-    private func sharedIsClean(_ job: SendJob, app: AppConfiguration, type: MessageType,
-                               shared: (message: [String: JSONValue], data: [String: String])) -> Bool {
+        let data = job.data.isEmpty ? app.defaultPayload : app.defaultPayload.merging(job.data) { _, job in job }
+        let notification = type == .notification ? job.notification : nil
         guard job.options.isEmpty else {
-            var probe = shared.message
-            probe["data"] = .object(shared.data.mapValues(JSONValue.string))
-            return validator.sharedIssues(message: probe).isEmpty
+            // The job's options merged into the App ID's sections: the shared part is checked whole.
+            let message = Self.shared(AppSections.merged(base: app.extraOptions, overlay: job.options, type: type),
+                                      notification: notification)
+            var probe = message
+            probe["data"] = .object(data.mapValues(JSONValue.string))
+            return PreparedJob(job: job, validator: validator, message: message, data: data,
+                               sharedIsClean: validator.sharedIssues(message: probe).isEmpty)
         }
-        guard app.sections.areClean(for: type) else { return false }
-        let image = type == .notification ? job.notification?.image : nil
-        return validator.ownMembersAreClean(dataKeys: shared.data.keys, notificationImage: image)
+        // The App ID's sections, checked and encoded once per configuration (`AppSections`): only
+        // the job's own members are checked here.
+        guard app.sections.areClean(for: type),
+              validator.ownMembersAreClean(dataKeys: data.keys, notificationImage: notification?.image) else {
+            return PreparedJob(job: job, validator: validator, message: Self.shared(app.sections.sections(for: type), notification: notification),
+                               data: data, sharedIsClean: false)
+        }
+        return PreparedJob(job: job, validator: validator, data: data, appMembers: app.sections.encodedMembers(for: type),
+                           notification: notification)
     }
 
-    /// Everything but `data` and the target: the same for every recipient of the job.
-    private func sharedSections(_ job: SendJob, app: AppConfiguration, type: MessageType) -> (message: [String: JSONValue], data: [String: String]) {
-        var message = job.options.isEmpty ? app.sections.sections(for: type)
-            : AppSections.merged(base: app.extraOptions, overlay: job.options, type: type)
-        if type == .notification, let n = job.notification {
+    /// Everything but `data` and the target, the same for every recipient of the job: the
+    /// option sections and the job's notification.
+    private static func shared(_ sections: [String: JSONValue], notification: NotificationContent?) -> [String: JSONValue] {
+        var message = sections
+        if let n = notification {
             var o: [String: JSONValue] = [:]
             if let t = n.title { o["title"] = .string(t) }
             if let b = n.body { o["body"] = .string(b) }
             if let i = n.image { o["image"] = .string(i) }
             message["notification"] = .object(o)
         }
-        return (message, Self.data(of: job, app: app))
-    }
-
-    /// App ID default payload < job data.
-    private static func data(of job: SendJob, app: AppConfiguration) -> [String: String] {
-        job.data.isEmpty ? app.defaultPayload : app.defaultPayload.merging(job.data) { _, job in job }
+        return message
     }
 }
