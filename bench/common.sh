@@ -3,7 +3,7 @@
 # Sourced from the repository root after option parsing; uses NAME (the script's name for
 # messages) and BUILD (0 with --no-build).
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+free_port() { python3 scripts/free-port.py; }  # run from the repository's root
 
 # The release binaries, each built under /tmp/pc-cpu.lock unless --no-build: sets BIN and PC.
 release_binaries() {

@@ -31,7 +31,7 @@ echo "== starting RabbitMQ (private node)"
 eval "$(scripts/test-broker.sh start --dir "$broker_dir")"
 export PUSH_CONNECTOR_AMQP_URL=$PUSH_TEST_AMQP_URL
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 scripts/free-port.py)
 echo "== starting fcm-emulator on https://127.0.0.1:$port (TLS with a throwaway dev CA, like real FCM)"
 # Sends share one HTTP/2 connection per 100 in flight (libnghttp2, over TLS or plain http://); TLS
 # as with real FCM. Verification stays on: the worker trusts the CA.
@@ -50,7 +50,7 @@ export PUSH_CONNECTOR_FCM_URL=https://127.0.0.1:$port
 echo "== starting the worker"
 "$bin/push-connector" worker --config examples/apps.json --no-declare --ca-file "$ca" >"$state/worker.log" 2>&1 &
 pids+=($!)
-events_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+events_port=$(python3 scripts/free-port.py)
 echo "== starting the events consumer (POST /event on 127.0.0.1:$events_port)"
 "$bin/push-connector" events --config examples/apps.json --http "127.0.0.1:$events_port" --db "$state/events.db" \
   --no-declare >"$state/events.log" 2>&1 &

@@ -43,7 +43,7 @@ if [[ " $DATABASES " == *" postgres "* && -z "${PUSH_TEST_POSTGRES_URL:-}" ]]; t
   eval "$(scripts/test-postgres.sh start --dir "$POSTGRES_DIR")"
   psql -q "$PUSH_TEST_POSTGRES_URL" -c "ALTER DATABASE push SET synchronous_commit = on"
 fi
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(python3 scripts/free-port.py)
 
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 # Waits until every accepted event is stored; prints seconds waited after the load ended.

@@ -18,7 +18,7 @@ trap cleanup EXIT
 
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -keyout "$WORK/key.pem" -out "$WORK/cert.pem" \
   -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -addext basicConstraints=critical,CA:TRUE 2>/dev/null
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(python3 scripts/free-port.py)
 URL="https://127.0.0.1:$PORT"
 "$BIN/fcm-emulator" make-service-account --project bench-project --token-uri "$URL/token" --out "$WORK/sa.json" >/dev/null
 printf '{"message":{"token":"bench-h2load","notification":{"title":"Hello","body":"World"}},"validate_only":false}' > "$WORK/body.json"
