@@ -13,6 +13,8 @@
 #   --perf       record a CPU profile of each worker run (perf record -e cpu-clock -g) into the
 #                work folder as perf-LABEL.data (implies --keep); the figures then include perf's cost
 #                (PERF_EVENT=EVENT records another event, e.g. a probe on malloc)
+#   WORKER_FLAGS="..." (environment) adds flags to every worker run, to compare a setting
+#                against the defaults (e.g. WORKER_FLAGS="--prefetch 500")
 #
 # Starts a private RabbitMQ node (scripts/test-broker.sh), Debian's nginx-light as a static
 # HTTP/2 TLS endpoint shaped like FCM (nginx.conf.in), and builds two C floors with gcc:
@@ -52,6 +54,7 @@ command -v gcc >/dev/null || { echo "run.sh: needs gcc" >&2; exit 1; }
 ((PERF == 0)) || command -v perf >/dev/null || { echo "run.sh: --perf needs perf (apt-get install linux-perf)" >&2; exit 1; }
 
 NAME=run.sh
+read -ra EXTRA_FLAGS <<<"${WORKER_FLAGS:-}"
 # shellcheck source=bench/common.sh
 . bench/common.sh
 release_binaries
@@ -186,7 +189,7 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   b0=$(cpu_of "$BEAM")
   t0=$(now)
   "$PC" worker --config "$WORK/apps-run.json" --amqp-url "$AMQP_URL" --fcm-url "$url" --ca-file "$WORK/certs/ca.pem" \
-    --http "127.0.0.1:$mport" "$@" >"$WORK/logs/worker-$label.log" 2>&1 9>&- &
+    --http "127.0.0.1:$mport" "${EXTRA_FLAGS[@]}" "$@" >"$WORK/logs/worker-$label.log" 2>&1 9>&- &
   WORKER_PID=$!
   local perf_pid=""
   last_log=$(date +%s)
@@ -273,15 +276,16 @@ fi
 if wants latency; then
   printf '\nfcm-emulator latency, default flags: 0 ms %s msg/s, 100 ms %s msg/s, ratio %s (target >= 0.8)\n' \
     "${FIG[latency0.rate]}" "${FIG[latency100.rate]}" "$(ratio "${FIG[latency100.rate]}" "${FIG[latency0.rate]}")"
-  printf '  CPU µs/msg at 0 / 100 ms: worker %s / %s, emulator %s / %s (they share the two cores with the broker)\n' \
-    "${FIG[latency0.cpu]}" "${FIG[latency100.cpu]}" "${FIG[latency0.emulator]}" "${FIG[latency100.emulator]}"
+  printf '  CPU µs/msg at 0 / 100 ms: worker %s / %s, emulator %s / %s, broker %s / %s (they share the two cores)\n' \
+    "${FIG[latency0.cpu]}" "${FIG[latency100.cpu]}" "${FIG[latency0.emulator]}" "${FIG[latency100.emulator]}" \
+    "${FIG[latency0.broker]}" "${FIG[latency100.broker]}"
 fi
 
 soak() { # $1 = messages: single-recipient jobs fed in chunks while the worker runs; RSS sampled every 5 s
   local total=$1 chunk=50000 published=0 done_count=0 mport next_sample rss first_rss="" max_rss=0 start
   mport=$(free_port)
   "$PC" worker --config "$WORK/apps.json" --amqp-url "$AMQP_URL" --fcm-url "$FCM_URL" --ca-file "$WORK/certs/ca.pem" \
-    --http "127.0.0.1:$mport" >"$WORK/logs/worker-soak.log" 2>&1 9>&- &
+    --http "127.0.0.1:$mport" "${EXTRA_FLAGS[@]}" >"$WORK/logs/worker-soak.log" 2>&1 9>&- &
   WORKER_PID=$!
   start=$(date +%s)
   next_sample=$start

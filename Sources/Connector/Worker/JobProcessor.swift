@@ -63,37 +63,73 @@ public struct JobProcessor: Sendable {
 
     private func messages(body: Data, history: DeliveryHistory, record: inout JobRecord,
                           stop: @Sendable () -> Bool) async -> [OutboundMessage] {
-        let now = clock()
         let apps = catalog.current
-        let attempt = record.attempt
+        // The synchronous steps run in functions of their own, so that the frame every job holds
+        // while its sends are in flight carries one reference to a `ReadyJob`, not their locals.
+        let ready: ReadyJob
+        switch prepare(body: body, history: history, registry: apps.registry, record: &record) {
+        case .settled(let messages): return messages
+        case .ready(let job): ready = job
+        }
+        guard let (composed, delivered) = await send(ready, sender: apps.sender, stop: stop) else { return [] }
+        return planned(ready.job, attempt: record.attempt, composed: composed, delivered: delivered, history: history)
+    }
+
+    /// A decoded job ready to be sent: what its sends and its plan need, in one heap box.
+    private final class ReadyJob: Sendable {
+        let job: SendJob
+        let app: AppConfiguration
+        let prepared: PreparedJob
+
+        init(job: SendJob, app: AppConfiguration, prepared: PreparedJob) {
+            self.job = job
+            self.app = app
+            self.prepared = prepared
+        }
+    }
+
+    /// What `prepare` made of a delivery: messages already (bad input, expired), or a job to send.
+    private enum Preparation {
+        case settled([OutboundMessage])
+        case ready(ReadyJob)
+    }
+
+    /// Decodes the job, finds its App ID, checks `not_after` and prepares its shared part.
+    @inline(never)
+    private func prepare(body: Data, history: DeliveryHistory, registry: AppRegistry, record: inout JobRecord) -> Preparation {
+        let now = clock()
         if body.count > maxJobBytes {
-            return [deadLetter(body: body, code: .invalidJob,
-                               message: "the job body is \(body.count) bytes, over the limit of \(maxJobBytes) bytes (--max-job-bytes); not parsed",
-                               history: history, now: now)]
+            return .settled([deadLetter(body: body, code: .invalidJob,
+                                        message: "the job body is \(body.count) bytes, over the limit of \(maxJobBytes) bytes (--max-job-bytes); not parsed",
+                                        history: history, now: now)])
         }
         let job: SendJob
         do {
             job = try SendJob.decode(body)
         } catch {
             record.identify(unparsed: body)
-            return [deadLetter(body: body, code: .invalidJob, message: error.description, history: history, now: now)]
+            return .settled([deadLetter(body: body, code: .invalidJob, message: error.description, history: history, now: now)])
         }
-        record.identify(job, known: apps.registry[job.appID] != nil)
-        guard let app = apps.registry[job.appID] else {
-            return deadLettered(job, body: body, code: .unknownApp,
-                                message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
-                                history: history, now: now)
+        record.identify(job, known: registry[job.appID] != nil)
+        guard let app = registry[job.appID] else {
+            return .settled(deadLettered(job, body: body, code: .unknownApp,
+                                         message: "unknown App ID \"\(job.appID)\"; add it to the App ID configuration, then replay",
+                                         history: history, now: now))
         }
         if let notAfter = job.notAfter, notAfter < now {
-            return outbound(planner.expired(job, attempts: history.attemptsMade, now: now), history: history, now: now)
+            return .settled(outbound(planner.expired(job, attempts: history.attemptsMade, now: now), history: history, now: now))
         }
-        let prepared: PreparedJob
         do {
-            prepared = try composer.prepare(job, app: app)
+            return .ready(ReadyJob(job: job, app: app, prepared: try composer.prepare(job, app: app)))
         } catch {
-            return deadLettered(job, body: body, code: .invalidJob, message: error.description, history: history, now: now)
+            return .settled(deadLettered(job, body: body, code: .invalidJob, message: error.description, history: history, now: now))
         }
-        guard let (composed, delivered) = await send(prepared, app: app, sender: apps.sender, stop: stop) else { return [] }
+    }
+
+    /// The plan of a sent job, as messages.
+    @inline(never)
+    private func planned(_ job: SendJob, attempt: Int, composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome],
+                         history: DeliveryHistory) -> [OutboundMessage] {
         var random = SystemRandomNumberGenerator()
         let plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
                                 firstFailedAt: history.firstFailedAt, now: clock(), random: &random)
@@ -109,10 +145,9 @@ public struct JobProcessor: Sendable {
     /// sent), and what sending gave by recipient index; nil when `stop` said so before anything
     /// was sent. After `stop` (the lane gave up) or cancellation, the remaining targets are
     /// composed but not sent: they are planned as not sent (retry), never sent twice.
-    private func send(_ prepared: PreparedJob, app: AppConfiguration, sender: any PushSender,
+    private func send(_ ready: ReadyJob, sender: any PushSender,
                       stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
-        let window = sendWindow
-        let count = prepared.targetCount
+        let count = ready.prepared.targetCount
         let admission = jobAdmission
         let admitted = await admission?.acquire(count) ?? 0
         admittedGauge?.increment()
@@ -120,17 +155,31 @@ public struct JobProcessor: Sendable {
             admittedGauge?.decrement()
             admission?.release(admitted)
         }
-        if count == 1 {  // the common case: no task group, no child task
-            if let window { _ = await window.acquire(1) }
-            defer { window?.release(1) }
-            if stop() { return nil }
-            let outcome = prepared.compose(0)
-            guard case .message(let message) = outcome, !Task.isCancelled else { return ([outcome], [:]) }
-            unsentGauge?.increment()
-            let delivered = await sender.send(message.body, app: app)
-            unsentGauge?.decrement()
-            return ([outcome.settled], [0: delivered])
-        }
+        if count == 1 { return await sendOne(ready, sender: sender, stop: stop) }
+        return await sendEach(ready, sender: sender, stop: stop)
+    }
+
+    /// `send` of a job with one target, the common case: no task group, no child task.
+    private func sendOne(_ ready: ReadyJob, sender: any PushSender,
+                         stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
+        let window = sendWindow
+        if let window { _ = await window.acquire(1) }
+        defer { window?.release(1) }
+        if stop() { return nil }
+        let outcome = ready.prepared.compose(0)
+        guard case .message(let message) = outcome, !Task.isCancelled else { return ([outcome], [:]) }
+        let settled = outcome.settled
+        unsentGauge?.increment()
+        let delivered = await sender.send(message.body, app: ready.app)
+        unsentGauge?.decrement()
+        return ([settled], [0: delivered])
+    }
+
+    /// `send` of a job with several targets, each sent by a child task as soon as it has its permit.
+    private func sendEach(_ ready: ReadyJob, sender: any PushSender,
+                          stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
+        let window = sendWindow
+        let count = ready.prepared.targetCount
         var composed: [CompositionOutcome] = []
         composed.reserveCapacity(count)
         let delivered = DeliveredOutcomes()
@@ -148,7 +197,7 @@ public struct JobProcessor: Sendable {
                         if stoppedFirst { return }
                     }
                 }
-                let outcome = prepared.compose(index)
+                let outcome = ready.prepared.compose(index)
                 composed.append(outcome.settled)
                 guard sending, case .message(let message) = outcome else {
                     if sending { window?.release(1) }  // an invalid target gives its permit back at once
@@ -156,7 +205,7 @@ public struct JobProcessor: Sendable {
                 }
                 gauge?.increment()
                 group.addTask {
-                    let outcome = await sender.send(message.body, app: app)
+                    let outcome = await sender.send(message.body, app: ready.app)
                     gauge?.decrement()
                     window?.release(1)
                     delivered.record(outcome, at: index)

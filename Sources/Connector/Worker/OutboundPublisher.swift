@@ -119,16 +119,23 @@ final class OutboundPublisher: Sendable {
                 failure = error
             }
             round += 1
-            counters.republished.add(pending.count, ordering: .relaxed)
-            let delay = backoff.delay(afterFailures: round)
-            if round == 1 || round.isMultiple(of: 10) {
-                log.warning("publish not confirmed; keeping the job's messages and publishing them again (the job is not re-sent)",
-                            ["error": "\(failure)", "messages": "\(pending.count)", "round": "\(round)", "in": "\(delay)"])
-            }
-            let until = ContinuousClock.now + delay
-            while ContinuousClock.now < until && !stop() { try? await Task.sleep(for: min(.milliseconds(100), until - .now)) }
+            await pause(round: round, pending: pending.count, failure: failure, stop: stop)
         }
         return true
+    }
+
+    /// Counts a failed round of `publishUntilConfirmed`, logs it (the first and every tenth) and
+    /// waits out its backoff, or until `stop`. A function of its own, so that the common path's
+    /// frame, which every job in flight holds, stays small.
+    private func pause(round: Int, pending: Int, failure: any Error, stop: @Sendable () -> Bool) async {
+        counters.republished.add(pending, ordering: .relaxed)
+        let delay = backoff.delay(afterFailures: round)
+        if round == 1 || round.isMultiple(of: 10) {
+            log.warning("publish not confirmed; keeping the job's messages and publishing them again (the job is not re-sent)",
+                        ["error": "\(failure)", "messages": "\(pending)", "round": "\(round)", "in": "\(delay)"])
+        }
+        let until = ContinuousClock.now + delay
+        while ContinuousClock.now < until && !stop() { try? await Task.sleep(for: min(.milliseconds(100), until - .now)) }
     }
 
     /// Closes the connection without waiting for confirms (called once the lane is done: what is
