@@ -104,8 +104,11 @@ struct FieldReader {
         return elements
     }
 
+    /// The longest RFC 3339 timestamp read, in bytes.
+    static let timestampMaxBytes = 64
+
     mutating func optionalTimestamp(_ key: String) -> Timestamp? {
-        guard let text = optionalString(key, maxLength: 64) else { return nil }
+        guard let text = optionalString(key, maxLength: Self.timestampMaxBytes) else { return nil }
         guard let t = Timestamp(rfc3339: text) else {
             report(ContractIssue(.invalidValue, field: fieldPath(key), "must be an RFC 3339 timestamp such as 2026-12-01T10:00:00Z"))
             return nil

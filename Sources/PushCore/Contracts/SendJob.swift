@@ -52,6 +52,22 @@ public struct SendJob: Sendable, Equatable {
     /// The most recipients one job may carry; larger sends are split upstream.
     public static let maxRecipients = 1000
 
+    /// The longest value, in UTF-8 bytes, of each string field: one table for the job's two
+    /// readers, the full decoder and `SendJobScanner`, which must accept the same jobs.
+    enum MaxBytes {
+        static let jobID = 128
+        static let appID = 128
+        static let messageType = 32
+        static let title = 4096
+        static let body = 4096
+        static let image = 2048
+        static let topic = 900
+        static let condition = 2048
+        static let mnMessageID = 128
+        static let campaign = 256
+        static let token = 4096
+    }
+
     public var jobID: String
     public var appID: String
     /// nil: the App ID's default message type.

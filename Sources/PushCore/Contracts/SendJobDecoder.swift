@@ -26,12 +26,12 @@ extension SendJob {
         }
         var r = FieldReader(object, path: "")
         r.schemaVersion(supported: SendJob.schemaVersion)
-        let jobID = r.requiredString("job_id", maxLength: 128)
-        let appID = r.requiredString("app_id", maxLength: 128)
+        let jobID = r.requiredString("job_id", maxLength: MaxBytes.jobID)
+        let appID = r.requiredString("app_id", maxLength: MaxBytes.appID)
         if let appID, let issue = IdentifierRules.appIDIssue(appID, field: "app_id") { r.report(issue) }
 
         var messageType: MessageType?
-        if let raw = r.optionalString("message_type", maxLength: 32) {
+        if let raw = r.optionalString("message_type", maxLength: MaxBytes.messageType) {
             messageType = MessageType(rawValue: raw)
             if messageType == nil {
                 r.report(ContractIssue(.invalidValue, field: "message_type", "must be \"notification\" or \"data\", got \"\(raw)\""))
@@ -41,15 +41,16 @@ extension SendJob {
         var notification: NotificationContent?
         if let n = r.optionalObject("notification") {
             var nr = FieldReader(n, path: "notification")
-            notification = NotificationContent(title: nr.optionalString("title"), body: nr.optionalString("body"),
-                                               image: nr.optionalString("image", maxLength: 2048))
+            notification = NotificationContent(title: nr.optionalString("title", maxLength: MaxBytes.title),
+                                               body: nr.optionalString("body", maxLength: MaxBytes.body),
+                                               image: nr.optionalString("image", maxLength: MaxBytes.image))
             r.report(contentsOf: nr.issues)
         }
         let data = r.optionalStringMap("data") ?? [:]
 
         let recipientsJSON = r.optionalArray("recipients")
-        let topic = r.optionalString("topic", maxLength: 900)
-        let condition = r.optionalString("condition", maxLength: 2048)
+        let topic = r.optionalString("topic", maxLength: MaxBytes.topic)
+        let condition = r.optionalString("condition", maxLength: MaxBytes.condition)
         let targetCount = (recipientsJSON == nil ? 0 : 1) + (topic == nil ? 0 : 1) + (condition == nil ? 0 : 1)
         var target: JobTarget?
         if targetCount != 1 {
@@ -63,7 +64,7 @@ extension SendJob {
             target = .recipients(decodeRecipients(recipientsJSON, reader: &r))
         }
 
-        let mnMessageID = r.optionalString("mn_message_id", maxLength: 128)
+        let mnMessageID = r.optionalString("mn_message_id", maxLength: MaxBytes.mnMessageID)
         if mnMessageID != nil, case .recipients(let list)? = target, list.count > 1 {
             r.report(ContractIssue(.messageID, field: "mn_message_id",
                                    "a job-level mn_message_id needs a single target; give each recipient its own"))
@@ -89,7 +90,7 @@ extension SendJob {
         }
         let validateOnly = r.optionalBool("validate_only") ?? false
         let notAfter = r.optionalTimestamp("not_after")
-        let campaign = r.optionalString("campaign", maxLength: 256)
+        let campaign = r.optionalString("campaign", maxLength: MaxBytes.campaign)
 
         guard r.issues.isEmpty, let jobID, let appID, let target else {
             throw ContractError(document: "send job", issues: r.issues)
@@ -112,8 +113,8 @@ extension SendJob {
         recipients.reserveCapacity(list.count)
         for (_, path, o) in r.objectElements(list, path: "recipients") {
             var rr = FieldReader(o, path: path)
-            let token = rr.requiredString("token", maxLength: 4096)
-            let id = rr.optionalString("mn_message_id", maxLength: 128)
+            let token = rr.requiredString("token", maxLength: MaxBytes.token)
+            let id = rr.optionalString("mn_message_id", maxLength: MaxBytes.mnMessageID)
             if let id, !MessageID.isWellFormed(id) {
                 rr.report(ContractIssue(.messageID, field: "\(path).mn_message_id", "must look like mnid2m.N.N.N.N.N, got \"\(id)\""))
             }

@@ -41,15 +41,15 @@ struct SendJobScanner {
                 guard case .int(let v) = try parser.parseValue(), v >= 1, v <= SendJob.schemaVersion else { throw Elsewhere() }
             case "job_id":
                 try seen.once(1)
-                jobID = try string(maxLength: 128, allowEmpty: false)
+                jobID = try string(maxLength: SendJob.MaxBytes.jobID, allowEmpty: false)
             case "app_id":
                 try seen.once(2)
-                let id = try string(maxLength: 128, allowEmpty: false)
+                let id = try string(maxLength: SendJob.MaxBytes.appID, allowEmpty: false)
                 guard IdentifierRules.appIDProblem(id) == nil else { throw Elsewhere() }
                 appID = id
             case "message_type":
                 try seen.once(3)
-                guard let type = MessageType(rawValue: try string(maxLength: 32)) else { throw Elsewhere() }
+                guard let type = MessageType(rawValue: try string(maxLength: SendJob.MaxBytes.messageType)) else { throw Elsewhere() }
                 messageType = type
             case "notification":
                 try seen.once(4)
@@ -62,7 +62,7 @@ struct SendJobScanner {
                 recipients = try recipientList()
             case "mn_message_id":
                 try seen.once(7)
-                let id = try string(maxLength: 128)
+                let id = try string(maxLength: SendJob.MaxBytes.mnMessageID)
                 guard MessageID.isWellFormed(id) else { throw Elsewhere() }
                 mnMessageID = id
             case "validate_only":
@@ -71,11 +71,11 @@ struct SendJobScanner {
                 validateOnly = b
             case "not_after":
                 try seen.once(9)
-                guard let t = Timestamp(rfc3339: try string(maxLength: 64)) else { throw Elsewhere() }
+                guard let t = Timestamp(rfc3339: try string(maxLength: FieldReader.timestampMaxBytes)) else { throw Elsewhere() }
                 notAfter = t
             case "campaign":
                 try seen.once(10)
-                campaign = try string(maxLength: 256)
+                campaign = try string(maxLength: SendJob.MaxBytes.campaign)
             default:
                 throw Elsewhere()  // options, topic, condition, or a field this build does not know
             }
@@ -97,13 +97,13 @@ struct SendJobScanner {
             switch key {
             case "title":
                 try seen.once(0)
-                content.title = try string(maxLength: 4096)
+                content.title = try string(maxLength: SendJob.MaxBytes.title)
             case "body":
                 try seen.once(1)
-                content.body = try string(maxLength: 4096)
+                content.body = try string(maxLength: SendJob.MaxBytes.body)
             case "image":
                 try seen.once(2)
-                content.image = try string(maxLength: 2048)
+                content.image = try string(maxLength: SendJob.MaxBytes.image)
             default:
                 throw Elsewhere()
             }
@@ -125,10 +125,10 @@ struct SendJobScanner {
                 switch key {
                 case "token":
                     try seen.once(0)
-                    token = try string(maxLength: 4096, allowEmpty: false)
+                    token = try string(maxLength: SendJob.MaxBytes.token, allowEmpty: false)
                 case "mn_message_id":
                     try seen.once(1)
-                    let value = try string(maxLength: 128)
+                    let value = try string(maxLength: SendJob.MaxBytes.mnMessageID)
                     guard MessageID.isWellFormed(value) else { throw Elsewhere() }
                     id = value
                 case "data":
@@ -176,15 +176,11 @@ struct SendJobScanner {
     /// The next key of the object whose `{` was read, positioned at its value; nil after `}`.
     private mutating func nextKey(first: inout Bool) throws -> String? {
         parser.skipWhitespace()
-        if peek == UInt8(ascii: "}"), first {
+        if peek == UInt8(ascii: "}") {
             parser.index += 1
             return nil
         }
         if !first {
-            if peek == UInt8(ascii: "}") {
-                parser.index += 1
-                return nil
-            }
             guard peek == UInt8(ascii: ",") else { throw Elsewhere() }
             parser.index += 1
             parser.skipWhitespace()
