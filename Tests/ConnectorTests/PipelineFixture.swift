@@ -96,8 +96,9 @@ final class PipelineFixture: Sendable {
 
     /// A worker wired like `push-connector worker`, not yet running.
     /// `fcmPath` is appended to the emulator's URL (a wrong path simulates a misconfigured `--fcm-url`).
+    /// `admission` overrides the job admission (`worker`: twice `--max-in-flight` recipients).
     func makeWorker(maxAttempts: Int = 3, prefetch: UInt16 = 50, lanes: Int = 1,
-                    shutdownDeadline: Duration = .seconds(10), fcmPath: String = "") throws -> SendWorker {
+                    shutdownDeadline: Duration = .seconds(10), fcmPath: String = "", admission: Int? = nil) throws -> SendWorker {
         var fcm = FCMClient.Configuration()
         fcm.baseURL = emulator.baseURL + fcmPath
         fcm.transport.requestTimeout = .seconds(10)
@@ -113,6 +114,7 @@ final class PipelineFixture: Sendable {
         configuration.reconnectBackoff = Backoff(initial: .milliseconds(100), max: .seconds(1))
         var processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
         processor.sendWindow = SendWindow(capacity: fcm.transport.maxInFlight)  // as `worker` runs
+        processor.jobAdmission = SendWindow(capacity: admission ?? 2 * fcm.transport.maxInFlight)
         let worker = SendWorker(configuration: configuration, processor: processor,
                                 logger: Logger(component: "test-worker", minimumLevel: .warning), metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)

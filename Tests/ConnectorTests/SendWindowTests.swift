@@ -52,3 +52,48 @@ import Testing
         }
     }
 }
+
+/// The callback form of the window: what the worker's job admission uses, so that a job waiting
+/// for its turn holds no task (no broker).
+@Suite struct SendWindowCallbackTests {
+    @Test func aCallbackIsCalledAtOnceWhenItsShareIsFreeAndOtherwiseByTheReleaseThatFreesIt() {
+        let window = SendWindow(capacity: 10)
+        let granted = Granted()
+        window.acquire(6) { granted.append(("first", $0)) }
+        #expect(granted.values.map(\.0) == ["first"], "called on the caller's thread while the share was free")
+        window.acquire(50) { granted.append(("whole", $0)) }  // clamped to the capacity, waits for all of it
+        window.acquire(1) { granted.append(("small", $0)) }   // fits, but does not overtake the head
+        #expect(granted.values.count == 1 && window.queued == 2 && window.available == 4)
+        window.release(6)
+        #expect(granted.values.map(\.0) == ["first", "whole"] && granted.values.last?.1 == 10)
+        window.release(10)
+        #expect(granted.values.map(\.0) == ["first", "whole", "small"])
+        window.release(1)
+        #expect(window.available == 10 && window.queued == 0)
+    }
+
+    /// Tasks and callbacks wait in one line, first come first served.
+    @Test func callbacksAndSuspendedTasksWaitInOneLine() async throws {
+        let window = SendWindow(capacity: 4)
+        let held = await window.acquire(4)
+        let granted = Granted()
+        window.acquire(2) { granted.append(("callback", $0)) }
+        let task = Task { _ = await window.acquire(2); granted.append(("task", 2)) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while window.queued < 2 {
+            guard ContinuousClock.now < deadline else { throw FixtureError("the task never queued") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        window.release(2)
+        #expect(granted.values.map(\.0) == ["callback"], "the callback came first and only it fits")
+        window.release(held - 2)
+        await task.value
+        #expect(granted.values.map(\.0) == ["callback", "task"])
+    }
+
+    private final class Granted: Sendable {
+        private let list = Mutex<[(String, Int)]>([])
+        func append(_ value: (String, Int)) { list.withLock { $0.append(value) } }
+        var values: [(String, Int)] { list.withLock { $0 } }
+    }
+}

@@ -139,4 +139,29 @@ import Testing
         #expect(gauge.highest == 2, "two 20-recipient jobs fill an admission of 40, got \(gauge.highest)")
         #expect(processor.jobAdmission?.available == 40 && processor.sendWindow?.available == 4, "every permit given back")
     }
+
+    /// A job keeps its share of the admission after its sends, until the caller releases it (the
+    /// worker: once its messages are confirmed); the job waiting behind it is started by that release.
+    @Test func anAdmittedJobKeepsItsShareUntilReleasedAndTheReleaseStartsTheNext() async throws {
+        let setup = try Setup(window: 4, admission: 40)
+        let processor = setup.processor
+        let started = Mutex<[AdmittedJob]>([])
+        processor.admit(processor.intake(body: Self.job(recipients: 30, id: "first"), headers: [:])) { job in
+            started.withLock { $0.append(job) }
+        }
+        let first = try #require(started.withLock { $0.first }, "admitted at once: the admission had room")
+        let processed = await processor.process(first)
+        #expect(try sentResults(processed.messages).count == 30)
+        processor.admit(processor.intake(body: Self.job(recipients: 20, id: "second"), headers: [:])) { job in
+            started.withLock { $0.append(job) }
+        }
+        #expect(started.withLock { $0.count } == 1, "the second job started while the first still held 30 of 40")
+        #expect(processor.jobAdmission?.available == 10 && processor.jobAdmission?.queued == 1)
+        processor.release(first)
+        let second = try #require(started.withLock { $0.count == 2 ? $0[1] : nil }, "the release let the second job in")
+        #expect(try sentResults(await processor.process(second).messages).count == 20)
+        processor.release(second)
+        #expect(processor.jobAdmission?.available == 40 && processor.admittedGauge?.current == 0)
+        #expect(setup.emulator.recordedMessages().count == 50)
+    }
 }

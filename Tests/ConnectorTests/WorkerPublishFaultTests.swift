@@ -75,6 +75,35 @@ import Testing
         #expect(f.sends(to: "dev-h1") == 1 && f.sends(to: "dev-h2") == 1)
     }
 
+    /// A job whose results the broker keeps refusing holds its share of the job admission until
+    /// they are confirmed: the job behind it waits unsent (its pushes would only add results that
+    /// cannot be published); once the queue takes results again, both jobs settle, each recipient
+    /// sent once.
+    @Test func aJobAwaitingConfirmsHoldsItsAdmissionSoTheJobBehindWaitsUnsent() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let sink = try f.declareObserver("upstream", exchange: f.topology.resultsExchange, routingKey: "#")
+        _ = try await f.refusePublishes(on: sink)
+        defer { _ = try? f.allowPublishes(on: sink) }
+        let worker = try f.makeWorker(admission: 2)
+        let (shutdown, task) = f.startWorker(worker)
+        try await f.publish([jobJSON("held", tokens: ["dev-h1", "dev-h2"]), jobJSON("behind", tokens: ["dev-b1", "dev-b2"])])
+
+        try await eventually("the first job's results refused twice") { worker.counters.republished.load(ordering: .relaxed) >= 4 }
+        for _ in 0..<5 {  // a steady state, observed over a second
+            #expect(f.sends(to: "dev-b1") == 0 && f.sends(to: "dev-b2") == 0, "the job behind was sent while the first awaited its confirms")
+            #expect(try f.unackedDeliveries() == 2)
+            try await Task.sleep(for: .milliseconds(200))
+        }
+
+        try f.allowPublishes(on: sink)
+        try await eventually("both jobs acked") { try f.jobsSettled() }
+        shutdown.trigger()
+        await task.value
+        for token in ["dev-h1", "dev-h2", "dev-b1", "dev-b2"] { #expect(f.sends(to: token) == 1, "\(token)") }
+        let results = try f.drain(sink).filter { !f.isFiller($0) }.map { try SendResult.decode(JSONValue.parse($0.body)) }
+        #expect(results.map(\.target.value).sorted() == ["dev-b1", "dev-b2", "dev-h1", "dev-h2"])
+    }
+
     /// No queue takes the results (the stream unbound; after a broker restart a stream that is
     /// still starting takes nothing for a moment either): the broker returns them instead of
     /// acking and dropping them, the delivery stays unacked, and once the stream is bound again

@@ -155,6 +155,14 @@ results_done() { # $1 = metrics port: the sum of push_connector_results_total
     | awk '/^push_connector_results_total[{ ]/ { s += $NF } END { printf "%d", s }'
 }
 
+metrics_sample() { # $1 = metrics port: results so far, confirms pending, FCM requests in flight
+  { curl -s --max-time 2 "http://127.0.0.1:$1/metrics" || true; } | awk '
+    /^push_connector_results_total[{ ]/ { r += $NF }
+    /^push_connector_confirms_pending[{ ]/ { c += $NF }
+    /^push_connector_fcm_requests_in_flight[{ ]/ { f += $NF }
+    END { printf "%d %d %d\n", r, c, f }'
+}
+
 run_curl_floor() { # $1 = label, $2 = requests
   local out
   out=$("$WORK/curl_floor" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/certs/ca.pem" ya29.e2e-bench-token \
@@ -195,7 +203,8 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   last_log=$(date +%s)
   while :; do
     kill -0 "$WORKER_PID" 2>/dev/null || { echo "run.sh: the worker exited; its log:" >&2; tail -20 "$WORK/logs/worker-$label.log" >&2; exit 1; }
-    done_count=$(results_done "$mport")
+    read -r done_count pending sending < <(metrics_sample "$mport")
+    echo "$(now) $done_count $(awk '/^VmRSS/ {print $2}' "/proc/$WORKER_PID/status" 2>/dev/null) $pending $sending" >>"$WORK/rss-$label.txt"
     # perf follows the threads that exist when it attaches: wait until the lanes run.
     if ((PERF)) && [ -z "$perf_pid" ] && [ "${done_count:-0}" -gt 0 ]; then
       perf record -q -e "${PERF_EVENT:-cpu-clock}" -g -p "$WORKER_PID" -o "$WORK/perf-$label.data" >/dev/null 2>&1 &

@@ -3,11 +3,13 @@ import Foundation
 import PushCore
 import Synchronization
 
-/// Turns one job delivery into the messages it causes: decode, find the App ID, check
-/// `not_after`, prepare the job's shared part, compose and send its targets one by one through
-/// the send window (the sends run concurrently), plan, and express the plan as
-/// results, a retry copy and dead-letter copies. It never throws: bad input is data (a
-/// dead-letter copy with a reason), so the worker keeps consuming whatever arrives.
+/// Turns one job delivery into the messages it causes, in three steps:
+/// - `intake` (synchronous): decode, find the App ID, check `not_after`, prepare the job's shared part;
+/// - `admit`: wait for the job's share of the job admission, as a callback rather than a task;
+/// - `process`: compose and send its targets one by one through the send window (the sends run
+///   concurrently), plan, and express the plan as results, a retry copy and dead-letter copies.
+/// It never throws: bad input is data (a dead-letter copy with a reason), so the worker keeps
+/// consuming whatever arrives.
 public struct JobProcessor: Sendable {
     public let catalog: AppCatalog
     public var topology: Topology
@@ -23,13 +25,14 @@ public struct JobProcessor: Sendable {
     var sendWindow: SendWindow?
     /// Counts composed messages not yet sent, with their high-water mark (tests; nil otherwise).
     var unsentGauge: HighWaterGauge?
-    /// When set, a job takes `min(targets, capacity)` permits of it before its first target is
-    /// composed and gives them back once its sends returned: the jobs being sent at once hold at
-    /// most `capacity` recipients (the worker: twice `--max-in-flight`), so prefetched jobs of many
-    /// recipients go a few at a time instead of all advancing together, each holding its
-    /// per-recipient state to the end. A job larger than the capacity goes alone.
+    /// When set, a job takes `min(targets, capacity)` permits of it (`admit`) before its first
+    /// target is composed and gives them back once it is settled (`release`): the jobs being sent
+    /// or published at once hold at most `capacity` recipients (the worker: twice
+    /// `--max-in-flight`), so prefetched jobs of many recipients go a few at a time instead of all
+    /// advancing together, each holding its per-recipient state (and then its results, while the
+    /// broker is slow to confirm) to the end. A job larger than the capacity goes alone.
     var jobAdmission: SendWindow?
-    /// Counts jobs admitted and not finished sending, with their high-water mark (tests; nil otherwise).
+    /// Counts jobs admitted and not released, with their high-water mark (tests; nil otherwise).
     var admittedGauge: HighWaterGauge?
 
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
@@ -49,49 +52,71 @@ public struct JobProcessor: Sendable {
     }
 
     /// The messages to publish for a delivery, with what the worker's log lines and metrics say
-    /// about the job (so that it never reads back the headers it wrote).
+    /// about the job (so that it never reads back the headers it wrote): `intake`, `admit` and
+    /// `process` in a row.
     ///
     /// `stop` is asked once the job got its place in the send window: true (the lane gave up on
     /// the delivery meanwhile) returns no messages and sends nothing.
     public func processJob(body: Data, headers: AMQPTable, stop: @Sendable () -> Bool = { false }) async -> ProcessedJob {
+        let intake = intake(body: body, headers: headers)
+        let admitted = await withCheckedContinuation { (c: CheckedContinuation<AdmittedJob, Never>) in
+            admit(intake) { c.resume(returning: $0) }
+        }
+        defer { release(admitted) }
+        return await process(admitted, stop: stop)
+    }
+
+    /// Reads and checks a delivery of `body` carrying `headers`, synchronously: decode, App ID,
+    /// `not_after`, the job's shared part. Bad input is settled here as messages.
+    public func intake(body: Data, headers: AMQPTable) -> JobIntake {
         let history = FailureHeaders.history(headers)
         var record = JobRecord(attempt: history.attempt)
-        let messages = await messages(body: body, history: history, record: &record, stop: stop)
+        let apps = catalog.current
+        let preparation = prepare(body: body, history: history, registry: apps.registry, record: &record)
+        return JobIntake(history: history, record: record, preparation: preparation, sender: apps.sender)
+    }
+
+    /// Hands the job to `start` once the job admission has room for its recipients: at once
+    /// (on this thread) when it has, or when the job has nothing to send; otherwise from the
+    /// `release` that makes room. A job waiting for its turn holds no task, only `start`.
+    /// The caller gives the admission back with `release` once the job is settled (its messages
+    /// confirmed, or the delivery given up).
+    public func admit(_ intake: JobIntake, then start: @escaping @Sendable (AdmittedJob) -> Void) {
+        guard let admission = jobAdmission, intake.weight > 0 else {
+            start(AdmittedJob(intake: intake, permits: 0))
+            return
+        }
+        let gauge = admittedGauge
+        admission.acquire(intake.weight) { permits in
+            gauge?.increment()
+            start(AdmittedJob(intake: intake, permits: permits))
+        }
+    }
+
+    /// Gives back what `admit` took, letting in the jobs waiting that now fit. Once per admitted job.
+    public func release(_ admitted: AdmittedJob) {
+        guard admitted.permits > 0 else { return }
+        admittedGauge?.decrement()
+        jobAdmission?.release(admitted.permits)
+    }
+
+    /// Sends an admitted job's targets and plans (the admission stays taken: see `release`).
+    /// `stop` true (the lane gave up) before a target is sent leaves it unsent (planned as not
+    /// sent); true before the first one returns no messages at all.
+    public func process(_ admitted: AdmittedJob, stop: @Sendable () -> Bool = { false }) async -> ProcessedJob {
+        let intake = admitted.intake
+        var record = intake.record
+        let messages: [OutboundMessage]
+        switch intake.preparation {
+        case .settled(let settled):
+            messages = settled
+        case .ready(let ready):
+            let sent = await send(ready, sender: intake.sender, stop: stop)
+            guard let (composed, delivered) = sent else { return ProcessedJob(messages: [], record: record) }
+            messages = planned(ready.job, attempt: record.attempt, composed: composed, delivered: delivered, history: intake.history)
+        }
         record.code = messages.first { $0.kind == .deadLetter }?.label
         return ProcessedJob(messages: messages, record: record)
-    }
-
-    private func messages(body: Data, history: DeliveryHistory, record: inout JobRecord,
-                          stop: @Sendable () -> Bool) async -> [OutboundMessage] {
-        let apps = catalog.current
-        // The synchronous steps run in functions of their own, so that the frame every job holds
-        // while its sends are in flight carries one reference to a `ReadyJob`, not their locals.
-        let ready: ReadyJob
-        switch prepare(body: body, history: history, registry: apps.registry, record: &record) {
-        case .settled(let messages): return messages
-        case .ready(let job): ready = job
-        }
-        guard let (composed, delivered) = await send(ready, sender: apps.sender, stop: stop) else { return [] }
-        return planned(ready.job, attempt: record.attempt, composed: composed, delivered: delivered, history: history)
-    }
-
-    /// A decoded job ready to be sent: what its sends and its plan need, in one heap box.
-    private final class ReadyJob: Sendable {
-        let job: SendJob
-        let app: AppConfiguration
-        let prepared: PreparedJob
-
-        init(job: SendJob, app: AppConfiguration, prepared: PreparedJob) {
-            self.job = job
-            self.app = app
-            self.prepared = prepared
-        }
-    }
-
-    /// What `prepare` made of a delivery: messages already (bad input, expired), or a job to send.
-    private enum Preparation {
-        case settled([OutboundMessage])
-        case ready(ReadyJob)
     }
 
     /// Decodes the job, finds its App ID, checks `not_after` and prepares its shared part.
@@ -148,13 +173,7 @@ public struct JobProcessor: Sendable {
     private func send(_ ready: ReadyJob, sender: any PushSender,
                       stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
         let count = ready.prepared.targetCount
-        let admission = jobAdmission
-        let admitted = await admission?.acquire(count) ?? 0
-        admittedGauge?.increment()
-        defer {
-            admittedGauge?.decrement()
-            admission?.release(admitted)
-        }
+        if stop() { return nil }
         if count == 1 { return await sendOne(ready, sender: sender, stop: stop) }
         return await sendEach(ready, sender: sender, stop: stop)
     }

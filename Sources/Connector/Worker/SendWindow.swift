@@ -9,15 +9,29 @@ import Synchronization
 /// a job takes a permit per recipient (at most the capacity) for as long as it is being sent.
 ///
 /// First come, first served: a waiter asking for several permits at the head waits for its
-/// share rather than being overtaken forever by smaller ones.
+/// share rather than being overtaken forever by smaller ones. A waiter is a suspended task
+/// (`acquire(_:)`) or a callback (`acquire(_:then:)`), which waits without holding a task.
 final class SendWindow: Sendable {
+    /// How a waiter is let in.
+    private enum Resumption {
+        case task(CheckedContinuation<Void, Never>)
+        case callback(@Sendable (Int) -> Void)
+
+        func grant(_ weight: Int) {
+            switch self {
+            case .task(let continuation): continuation.resume()
+            case .callback(let granted): granted(weight)
+            }
+        }
+    }
     private struct Waiter {
         var weight: Int
-        var continuation: CheckedContinuation<Void, Never>
+        var resumption: Resumption
     }
     private struct State {
         var available: Int
-        var waiters: [Waiter] = []
+        /// Waiters from `head` on; those before it were let in (nil, so that a callback's captures go with it).
+        var waiters: [Waiter?] = []
         var head = 0
     }
 
@@ -41,37 +55,54 @@ final class SendWindow: Sendable {
         }
         if now { return weight }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let resume = state.withLock { s -> Bool in
-                if s.head == s.waiters.count, s.available >= weight {
-                    s.available -= weight
-                    return true
-                }
-                s.waiters.append(Waiter(weight: weight, continuation: c))
-                return false
-            }
-            if resume { c.resume() }
+            take(weight, or: .task(c))
         }
         return weight
+    }
+
+    /// Takes `weight` permits (clamped to 1...capacity) and calls `granted` with the number taken,
+    /// to hand back to `release`: at once, on the caller's thread, when they are free; otherwise
+    /// from the `release` that frees them. Nothing is suspended meanwhile: a waiting job costs
+    /// its callback, not a task.
+    func acquire(_ weight: Int, then granted: @escaping @Sendable (Int) -> Void) {
+        take(min(max(weight, 1), capacity), or: .callback(granted))
+    }
+
+    /// Takes `weight` permits now if they are free and nobody waits before, or queues `resumption`.
+    private func take(_ weight: Int, or resumption: Resumption) {
+        let now = state.withLock { s -> Bool in
+            if s.head == s.waiters.count, s.available >= weight {
+                s.available -= weight
+                return true
+            }
+            s.waiters.append(Waiter(weight: weight, resumption: resumption))
+            return false
+        }
+        if now { resumption.grant(weight) }
     }
 
     /// Gives back `weight` permits and lets in the waiters at the head that now fit.
     func release(_ weight: Int) {
         guard weight > 0 else { return }
-        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+        let ready = state.withLock { s -> [Waiter] in
             s.available += weight
-            var ready: [CheckedContinuation<Void, Never>] = []
-            while s.head < s.waiters.count, s.waiters[s.head].weight <= s.available {
-                s.available -= s.waiters[s.head].weight
-                ready.append(s.waiters[s.head].continuation)
+            var ready: [Waiter] = []
+            while s.head < s.waiters.count, let waiter = s.waiters[s.head], waiter.weight <= s.available {
+                s.available -= waiter.weight
+                ready.append(waiter)
+                s.waiters[s.head] = nil
                 s.head += 1
             }
-            if s.head > 1024, s.head * 2 > s.waiters.count {
+            if s.head == s.waiters.count {
+                s.waiters.removeAll(keepingCapacity: true)
+                s.head = 0
+            } else if s.head > 1024, s.head * 2 > s.waiters.count {
                 s.waiters.removeFirst(s.head)
                 s.head = 0
             }
             return ready
         }
-        for c in ready { c.resume() }
+        for waiter in ready { waiter.resumption.grant(waiter.weight) }
     }
 
     /// Permits free right now (for tests and metrics).

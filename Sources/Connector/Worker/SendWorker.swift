@@ -121,9 +121,14 @@ public final class SendWorker: Sendable {
             for try await delivery in consumer.deliveries {
                 counters.deliveries.add(1, ordering: .relaxed)
                 tracker.enter()
-                Task {
-                    await self.handle(delivery, consumer: consumer, outbound: outbound, tracker: tracker, log: log)
-                    tracker.leave()
+                // Read on the loop; a job waiting for the job admission is this callback, not a
+                // task: prefetched jobs of many recipients cost their bytes while they wait.
+                let intake = processor.intake(body: delivery.body, headers: delivery.properties.headers)
+                processor.admit(intake) { job in
+                    Task {
+                        await self.handle(delivery, job, consumer: consumer, outbound: outbound, tracker: tracker, log: log)
+                        tracker.leave()
+                    }
                 }
             }
         } catch {
@@ -138,13 +143,16 @@ public final class SendWorker: Sendable {
         return streamError
     }
 
-    private func handle(_ delivery: Delivery, consumer: AMQPConsumer, outbound: OutboundPublisher, tracker: InFlightTracker,
-                        log: Logger) async {
+    private func handle(_ delivery: Delivery, _ job: AdmittedJob, consumer: AMQPConsumer, outbound: OutboundPublisher,
+                        tracker: InFlightTracker, log: Logger) async {
         let stop: @Sendable () -> Bool = { tracker.isAbandoned }
+        // The job holds its admission until it is settled: while the broker is slow to confirm,
+        // the jobs behind it wait unsent instead of piling up their results here.
+        defer { processor.release(job) }
         // New work waits out a broker alarm: its messages could not be confirmed anyway.
         await outbound.waitWhileBlocked(stop: stop)
-        if stop() { return }
-        let processed = await processor.processJob(body: delivery.body, headers: delivery.properties.headers, stop: stop)
+        // Sends nothing once the lane gave up, and gives the job's admission back either way.
+        let processed = await processor.process(job, stop: stop)
         let messages = processed.messages
         // The job's fields are attached only when a debug line will be written (not per job otherwise).
         let jobLog = log.isDebugEnabled ? log.with(processed.record.fields) : log
