@@ -27,9 +27,11 @@ let package = Package(
 
         // Pure core: domain, JSON, composition, validation, policies. No I/O.
         .target(name: "PushCore", swiftSettings: swiftSettings, linkerSettings: [.linkedLibrary("m")]),
+        // Runtime support: the OS threads of the loops that block.
+        .target(name: "OSThread", dependencies: ["CSystem"], swiftSettings: swiftSettings),
         // Adapters.
-        .target(name: "FCM", dependencies: ["PushCore", "CCurl", "COpenSSL", "CNGHTTP2"], swiftSettings: swiftSettings),
-        .target(name: "AMQP", dependencies: ["CRabbitMQ", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "FCM", dependencies: ["PushCore", "OSThread", "CCurl", "COpenSSL", "CNGHTTP2"], swiftSettings: swiftSettings),
+        .target(name: "AMQP", dependencies: ["OSThread", "CRabbitMQ", "COpenSSL"], swiftSettings: swiftSettings),
         // Test support: one real RabbitMQ node per test process (scripts/test-broker.sh).
         .target(name: "BrokerHarness", dependencies: ["AMQP"], swiftSettings: swiftSettings),
         // The emulator deliberately does not depend on PushCore: its validation is written
@@ -37,7 +39,7 @@ let package = Package(
         .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
         // Pipelines and operator tools wired from the adapters.
         .target(name: "Connector",
-                dependencies: ["PushCore", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
+                dependencies: ["PushCore", "OSThread", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector"], swiftSettings: swiftSettings),

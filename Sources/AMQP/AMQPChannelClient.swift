@@ -1,5 +1,5 @@
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
 
 /// A synchronous connection with one channel, for CLI tools (DLQ list / replay / purge) and
 /// topology declaration. Every call blocks the calling thread until the broker answers.

@@ -1,5 +1,6 @@
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What the broker said about a publish in confirm mode (`AMQPChannelClient.nextConfirm`).
 public enum ConfirmEvent: Sendable {

@@ -1,6 +1,7 @@
 import COpenSSL
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// AMQP method ids (class << 16 | method) that librabbitmq defines as casted macros.
 enum AMQPMethod {

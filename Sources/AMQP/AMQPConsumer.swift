@@ -1,5 +1,5 @@
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Consumes one queue with manual acks on its own connection and its own thread.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Builds `AMQPSettings` from a URL plus the environment, so that the password need not be on a
 /// command line (visible in `ps`). Pure: the environment and the file reader are injected.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A value in an AMQP field table (message headers, queue arguments, client properties).
 /// Integers of every width decode to `.int`; on encoding `.int` is a signed 64-bit `l` field,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where and how to connect to a broker: parsed from `amqp://user:pass@host:port/vhost` or
 /// `amqps://…`, or from a comma-separated list of such URLs naming the nodes of one cluster
@@ -78,7 +78,7 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     /// apply to all. A comma inside a user name or password is written `%2C`.
     public init(url: String) throws(AMQPError) {
         let parts = url.split(separator: ",", omittingEmptySubsequences: false)
-            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { piece in String(piece.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
         guard parts.count > 1 else {
             try self.init(singleURL: url)
             return
@@ -215,7 +215,7 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func redactOne(_ url: String) -> String {
-        guard let schemeEnd = url.range(of: "://") else { return url.contains("@") ? "<unparseable AMQP URL>" : url }
+        guard let schemeEnd = url.firstRange(of: "://") else { return url.contains("@") ? "<unparseable AMQP URL>" : url }
         let afterScheme = url[schemeEnd.upperBound...]
         guard let at = afterScheme.lastIndex(of: "@") else { return url }
         guard let colon = afterScheme[..<at].firstIndex(of: ":") else { return url }
@@ -223,15 +223,13 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func decode(_ text: Substring, _ what: String) throws(AMQPError) -> String {
-        guard let decoded = String(text).removingPercentEncoding else {
+        guard let decoded = PercentEncoding.decode(text) else {
             throw .invalidURL("bad percent-encoding in the \(what)")
         }
         return decoded
     }
 
     private static func encode(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        PercentEncoding.encode(text)
     }
 }

@@ -1,5 +1,6 @@
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Owns C memory handed to librabbitmq for the duration of one call (tables, strings, bodies).
 /// Everything allocated here is freed when the arena goes away.

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Glibc
+import OSThread
 import Synchronization
 
 /// A thread-safe queue of commands for one connection thread, plus a self-pipe that wakes the
@@ -97,7 +98,5 @@ func loopPollMillis(_ settings: AMQPSettings) -> Int32 {
 
 /// Starts a dedicated OS thread (librabbitmq: one connection per thread, never shared).
 func startConnectionThread(name: String, _ body: @escaping @Sendable () -> Void) {
-    let thread = Thread(block: body)
-    thread.name = name
-    thread.start()
+    OSThread.start(name: name, body)
 }

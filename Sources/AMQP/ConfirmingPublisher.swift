@@ -1,5 +1,5 @@
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Publishes with publisher confirms on its own connection and thread (never the consumer's:

@@ -1,5 +1,5 @@
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
 
 /// A fleet's control line, on its own connection and thread: the process binds an exclusive,
 /// server-named queue to a fanout exchange and receives on `messages` every body anyone

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The basic-class properties of a message (what travels in the content header).
 /// `persistent` maps to delivery-mode 2; the defaults suit our jobs and results.

@@ -1,5 +1,5 @@
 import CRabbitMQ
-import Foundation
+import FoundationEssentials
 
 /// The frames of several `basic.publish`es gathered in one buffer, to leave in one `send`:
 /// librabbitmq writes each frame of a publish (method, content header, body) with a system call of

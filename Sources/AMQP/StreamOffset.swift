@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a consumer of a RabbitMQ stream starts: the `x-stream-offset` argument of
 /// basic.consume (AMQP 0-9-1 on RabbitMQ 3.9 and later).

@@ -1,4 +1,4 @@
-// Swift face of Linux process controls that Swift cannot call directly (C-variadic prctl).
+// Swift face of Linux process and thread controls that Swift cannot call directly (C-variadic prctl).
 #pragma once
 #include <sys/prctl.h>
 
@@ -6,4 +6,10 @@
 /// makes /proc/<pid> files owned by root.
 static inline int pc_set_dumpable(int value) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0UL, 0UL, 0UL);
+}
+
+/// prctl(PR_SET_NAME, name): names the calling thread (the kernel keeps 15 bytes), as `top -H`
+/// and `/proc/<pid>/task/*/comm` show it.
+static inline int pc_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// An OAuth2 access token and when it stops being valid. `description` redacts the value.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Hands out OAuth2 access tokens for service accounts: one cached token per account, refreshed

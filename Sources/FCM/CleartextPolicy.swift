@@ -18,7 +18,7 @@ public enum CleartextPolicy {
 
     /// The host of an `http(s)://` URL, without brackets, user info or port.
     static func host(of url: String) -> String? {
-        guard let schemeEnd = url.range(of: "://") else { return nil }
+        guard let schemeEnd = url.firstRange(of: "://") else { return nil }
         var authority = url[schemeEnd.upperBound...]
         if let end = authority.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { authority = authority[..<end] }
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }

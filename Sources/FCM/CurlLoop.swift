@@ -1,5 +1,7 @@
 import CCurl
-import Foundation
+import Dispatch
+import FoundationEssentials
+import OSThread
 import Synchronization
 
 /// One thread driving one curl multi handle: HTTP/2 multiplexed connections, pooled easy
@@ -31,9 +33,7 @@ final class CurlLoop: @unchecked Sendable {
                                   max(1, min(configuration.streamsPerConnection, 100)))
         pc_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.connectionsPerHost)
         pc_curl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(8, configuration.connectionsPerHost * 2))
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+        OSThread.start(name: name) { [self] in run() }
     }
 
     /// Queues a transfer for the loop's thread; fails it at once after `close()`.

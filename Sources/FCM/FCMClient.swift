@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// FCM HTTP v1 client: `send` one composed message and get its classified outcome.

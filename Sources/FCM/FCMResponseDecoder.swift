@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// Turns an FCM HTTP v1 response into an `FCMOutcome`. Pure: no I/O, the clock is a parameter.
@@ -137,7 +137,7 @@ public enum FCMResponseDecoder {
             return byte == 0x0A || byte == 0x0D || byte == 0x09 ? 0x20 : UInt8(ascii: ".")
         }
         var text = String(decoding: bytes, as: UTF8.self)
-        text = text.trimmingCharacters(in: .whitespaces)
+        text = text.trimmingWhitespace()
         if body.count > excerptLimit { text += "…" }
         return text
     }

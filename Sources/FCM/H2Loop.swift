@@ -1,6 +1,7 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
+import OSThread
 import Synchronization
 
 /// The thread of an `H2Transport`: owns every connection, polls their sockets with poll(2),
@@ -53,9 +54,7 @@ final class H2Loop: @unchecked Sendable {
         }
         wakeRead = pair[0]
         wakeWrite = pair[1]
-        let thread = Thread { [self] in run() }
-        thread.name = name
-        thread.start()
+        OSThread.start(name: name) { [self] in run() }
     }
 
     deinit { readBuffer.deallocate() }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import PushCore
 
 /// Builds the OAuth2 JWT-bearer assertion (RFC 7523) a service account exchanges for an
 /// access token: header `{"alg":"RS256","typ":"JWT","kid":…}`, claims `iss`, `scope`, `aud`,
@@ -21,12 +22,13 @@ public struct JWTAssertion: Sendable {
 
     /// The unsigned `header.claims` part.
     public func signingInput(issuedAt: Int64) -> String {
-        let header: [String: Any] = ["alg": "RS256", "typ": "JWT", "kid": account.privateKeyID]
-        let claims: [String: Any] = [
-            "iss": account.clientEmail, "scope": scope, "aud": account.tokenURI,
-            "iat": issuedAt, "exp": issuedAt + lifetimeSeconds,
-        ]
-        return Base64URL.encode(Self.json(header)) + "." + Base64URL.encode(Self.json(claims))
+        let header: JSONValue = .object(["alg": .string("RS256"), "typ": .string("JWT"), "kid": .string(account.privateKeyID)])
+        let claims: JSONValue = .object([
+            "iss": .string(account.clientEmail), "scope": .string(scope), "aud": .string(account.tokenURI),
+            "iat": .int(issuedAt), "exp": .int(issuedAt + lifetimeSeconds),
+        ])
+        // The writer sorts keys, so the output is deterministic.
+        return Base64URL.encode(header.encodedBytes()) + "." + Base64URL.encode(claims.encodedBytes())
     }
 
     /// The complete signed assertion.
@@ -34,11 +36,5 @@ public struct JWTAssertion: Sendable {
         let input = signingInput(issuedAt: issuedAt)
         let signature = try signer.sign(Array(input.utf8))
         return input + "." + Base64URL.encode(signature)
-    }
-
-    private static func json(_ object: [String: Any]) -> [UInt8] {
-        // Sorted keys keep the output deterministic; the values are plain strings and integers.
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return Array(data)
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import OSThread
 
 /// Resumes waiting tasks at their deadlines from one thread, every waiter due within the same
 /// millisecond at once: a project sending at its quota makes every send wait a little, and a
@@ -20,7 +21,7 @@ final class PacedWakeups: @unchecked Sendable {
         let continuation: CheckedContinuation<Void, Never>
     }
 
-    private let condition = NSCondition()
+    private let condition = OSCondition()
     /// Sorted by deadline (sends reserve later and later tokens, so new ones go at the end).
     private var waiters: [Waiter] = []
     /// Waiters given an id and not queued yet.
@@ -59,9 +60,7 @@ final class PacedWakeups: @unchecked Sendable {
         }
         if !started {
             started = true
-            let thread = Thread { [self] in run() }
-            thread.name = "paced-wakeups"
-            thread.start()
+            OSThread.start(name: "paced-wakeups") { [self] in run() }
         }
         var at = waiters.count
         while at > 0, waiters[at - 1].deadline > waiter.deadline { at -= 1 }
@@ -94,8 +93,7 @@ final class PacedWakeups: @unchecked Sendable {
             if first.deadline > now {
                 // Sleep past the earliest deadline by `batching`: the waiters due meanwhile wake
                 // with it, none before its own deadline.
-                let (seconds, attoseconds) = (first.deadline - now + Self.batching).components
-                _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) * 1e-18))
+                condition.wait(for: first.deadline - now + Self.batching)
                 continue
             }
             let count = waiters.prefix(while: { $0.deadline <= now }).count

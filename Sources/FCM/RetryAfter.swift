@@ -1,7 +1,6 @@
-import Foundation
-#if canImport(Glibc)
+import FoundationEssentials
 import Glibc
-#endif
+import PushCore
 
 /// Parses an HTTP `Retry-After` value: delay-seconds or an HTTP-date (IMF-fixdate, RFC 850
 /// and asctime forms, RFC 9110 §10.2.3). A date in the past gives zero.
@@ -10,7 +9,7 @@ public enum RetryAfter {
     public static let maximum: Duration = .seconds(86_400)
 
     public static func parse(_ value: String, now: Date = Date()) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        let trimmed = value.trimmingWhitespace()
         if !trimmed.isEmpty, trimmed.allSatisfy(\.isASCII), trimmed.allSatisfy(\.isNumber) {
             guard let seconds = Int64(trimmed) else { return maximum }
             return min(.seconds(seconds), maximum)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import PushCore
 
 /// A Google service account as found in the JSON key file downloaded from the Firebase console.
 ///
@@ -42,20 +43,12 @@ public struct ServiceAccount: Sendable, Hashable, CustomStringConvertible, Custo
 
     /// Parses a service-account JSON document; `file` names the source in errors.
     public static func parse(_ bytes: [UInt8], file: String, allowInsecureHTTP: Bool = false) throws(ServiceAccountError) -> ServiceAccount {
-        let object: [String: Any]
-        do {
-            guard let parsed = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
-                throw ServiceAccountError.notAnObject(file: file)
-            }
-            object = parsed
-        } catch let error as ServiceAccountError {
-            throw error
-        } catch {
-            throw .notJSON(file: file)
-        }
+        let parsed: JSONValue
+        do { parsed = try JSONValue.parse(bytes) } catch { throw .notJSON(file: file) }
+        guard let object = parsed.objectValue else { throw .notAnObject(file: file) }
         func field(_ name: String) throws(ServiceAccountError) -> String {
             guard let raw = object[name] else { throw .missingField(file: file, field: name) }
-            guard let value = raw as? String else { throw .invalidField(file: file, field: name, reason: "not a string") }
+            guard let value = raw.stringValue else { throw .invalidField(file: file, field: name, reason: "not a string") }
             guard !value.isEmpty else { throw .invalidField(file: file, field: name, reason: "empty") }
             return value
         }

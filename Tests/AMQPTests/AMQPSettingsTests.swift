@@ -14,6 +14,19 @@ struct AMQPSettingsTests {
         #expect(s.tls == nil)
     }
 
+    /// Escapes are decoded exactly (without Foundation): a malformed escape or bytes that are not
+    /// UTF-8 are refused with the part named, and the redacted URL escapes what needs it.
+    @Test func malformedPercentEscapesAreRefusedAndTheRedactedURLEscapesTheUserAndVhost() throws {
+        for (url, part) in [("amqp://us%4:secret@h/", "user"), ("amqp://user:s%zzecret@h/", "password"),
+                            ("amqp://user:secret@h/v%ff", "vhost"), ("amqp://user:secret@h/v%", "vhost")] {
+            let error = #expect(throws: AMQPError.self, "\(url)") { try AMQPSettings(url: url) }
+            #expect("\(error.map { "\($0)" } ?? "")".contains("bad percent-encoding in the \(part)"), "\(url): \(String(describing: error))")
+        }
+        let s = try AMQPSettings(url: "amqp://%C3%A9t%C3%A9%20ops%2C1:pw@h:5672/a%2Fb~c")
+        #expect(s.user == "été ops,1" && s.vhost == "a/b~c")
+        #expect(s.redactedURL == "amqp://%C3%A9t%C3%A9%20ops%2C1:***@h:5672/a%2Fb~c")
+    }
+
     @Test func defaultsToVhostSlashAndPort5672() throws {
         let s = try AMQPSettings(url: "amqp://app:secret@10.0.0.1")
         #expect(s.vhost == "/")

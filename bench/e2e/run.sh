@@ -9,7 +9,8 @@
 #   --only LIST  comma-separated subset of: single,ten,latency,soak (default all) and big (only
 #                when named: N/100 jobs x 1 000 recipients, the worker alone, its peak RSS)
 #   --no-build   use the release binary already built
-#   --keep       keep the work folder (logs, configs)
+#   --keep       keep the work folder (logs, configs, and rss-LABEL.txt per worker run: every 0.1 s
+#                the time, results so far, RSS in KiB, confirms pending, FCM requests in flight)
 #   --perf       record a CPU profile of each worker run (perf record -e cpu-clock -g) into the
 #                work folder as perf-LABEL.data (implies --keep); the figures then include perf's cost
 #                (PERF_EVENT=EVENT records another event, e.g. a probe on malloc)

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// The `push-*` failure headers (`DeadLetterHeader`, docs/contracts.md) as AMQP headers: the

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 
 /// The quorum results queues an earlier version declared (`<prefix>.results`,
 /// `<prefix>.events.results`), found on the broker by a passive declare. While one exists and

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 
 /// Moves the results an earlier version left in its quorum queues (`<prefix>.results`, and
 /// `<prefix>.events.results`) into the results stream, then deletes those queues.

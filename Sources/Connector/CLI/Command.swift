@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Where a command writes: standard output for results, standard error for diagnostics.
 public struct Console: Sendable {
@@ -7,8 +7,8 @@ public struct Console: Sendable {
 
     /// The process's real standard output and error.
     public static let standard = Console(
-        out: { text in FileHandle.standardOutput.write(Data((text + "\n").utf8)) },
-        err: { text in FileHandle.standardError.write(Data((text + "\n").utf8)) })
+        out: { text in FileOutput.standardOutput.write(line: text) },
+        err: { text in FileOutput.standardError.write(line: text) })
 
     public init(out: @escaping @Sendable (String) -> Void, err: @escaping @Sendable (String) -> Void) {
         self.out = out

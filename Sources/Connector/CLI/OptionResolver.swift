@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// Completes a parsed command line from the other sources, in precedence order: the
@@ -56,7 +56,7 @@ struct OptionResolver {
                     + "got \"\(text)\"")
             }
         case .single: return [text]
-        case .repeatable: return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        case .repeatable: return text.split(separator: ",").map { $0.trimmingWhitespace() }
         }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One option of a command, declared once: its name, how many values it takes, its default, how
 /// a value is checked, its help line and whether it may come from the environment and the
@@ -63,7 +64,7 @@ public struct OptionSpec: Sendable {
     public var environmentVariable: String { Self.environmentVariable(for: name) }
 
     static func key(for name: String) -> String {
-        String(name.drop(while: { $0 == "-" })).replacingOccurrences(of: "-", with: "_")
+        String(name.drop(while: { $0 == "-" })).replacing("-", with: "_")
     }
 
     static func environmentVariable(for name: String) -> String { "PUSH_CONNECTOR_" + key(for: name).uppercased() }
@@ -120,10 +121,10 @@ public struct ValueKind: Sendable {
     /// A path to a file that exists and can be read now.
     public static let readableFile = ValueKind { path in
         guard !path.isEmpty else { return "must name a file" }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return "names a file that does not exist" }
-        if isDirectory.boolValue { return "names a directory, not a file" }
-        return FileManager.default.isReadableFile(atPath: path) ? nil : "names a file that cannot be read"
+        var status = stat()
+        guard stat(path, &status) == 0 else { return "names a file that does not exist" }
+        if status.st_mode & S_IFMT == S_IFDIR { return "names a directory, not a file" }
+        return access(path, R_OK) == 0 ? nil : "names a file that cannot be read"
     }
 }
 

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// `push-connector events`: the event ingestion endpoint and the events consumer into SQLite or

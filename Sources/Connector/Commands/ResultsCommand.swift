@@ -1,5 +1,6 @@
 import AMQP
-import Foundation
+import FoundationEssentials
+import Glibc
 import PushCore
 
 /// `push-connector results`: reads the results stream from an offset and prints the results

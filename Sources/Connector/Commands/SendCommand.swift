@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// `push-connector send`: publishes send jobs to the job exchange with publisher confirms.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// `push-connector stats`: the funnel of a job, a campaign, an App ID, or everything.

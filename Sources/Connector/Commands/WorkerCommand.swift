@@ -1,6 +1,7 @@
 import AMQP
 import FCM
-import Foundation
+import FoundationEssentials
+import Glibc
 import PushCore
 
 /// `push-connector worker`: consumes send jobs, dispatches to FCM, publishes results, retries

@@ -1,6 +1,6 @@
 import AMQP
 import FCM
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// Everything `worker` runs with, resolved from its options, the environment, the settings

@@ -1,5 +1,5 @@
 import FCM
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// Reads the App ID configuration file; every problem is reported with the file and field named.
@@ -28,8 +28,8 @@ public enum AppConfigurationFile {
     /// ones are taken from the App ID file's directory (standard input: the working directory).
     public static func resolve(_ file: String, relativeTo configPath: String) -> String {
         guard !file.hasPrefix("/"), configPath != "-" else { return file }
-        let directory = (configPath as NSString).deletingLastPathComponent
-        return directory.isEmpty ? file : (directory as NSString).appendingPathComponent(file)
+        let directory = FilePaths.directory(of: configPath)
+        return directory.isEmpty ? file : FilePaths.join(directory, file)
     }
 
     /// Each App ID's credentials: a readable, well-formed service account whose key can sign.
@@ -63,7 +63,7 @@ public enum AppConfigurationFile {
 
     /// The bytes of a file (or standard input for "-"), or a one-line error naming it.
     public static func readFile(_ path: String, what: String) throws(CommandFailure) -> [UInt8] {
-        if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+        if path == "-" { return FileOutput.readStandardInput() }
         guard let data = FileManager.default.contents(atPath: path) else {
             let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
             throw CommandFailure("\(path): \(what) file \(reason)", exitCode: 2)

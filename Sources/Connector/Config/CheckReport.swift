@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What `--check` prints: every option with its value and where it came from (secrets
 /// redacted), and the checks files get beyond existing (CA bundles hold certificates).
@@ -23,7 +23,7 @@ enum CheckReport {
 
     /// A URL with its password replaced by `***` (`amqp://user:***@host/`); other text unchanged.
     static func redact(_ value: String) -> String {
-        guard let scheme = value.range(of: "://") else { return value }
+        guard let scheme = value.firstRange(of: "://") else { return value }
         let rest = value[scheme.upperBound...]
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         guard let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { return value }
@@ -40,7 +40,7 @@ enum CheckReport {
 
     /// Nil when `path`'s directory exists and this user can create files in it.
     static func writableDirectoryProblem(forFile path: String, option: String, command: String) -> String? {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = FilePaths.directory(of: path)
         let dir = directory.isEmpty ? "." : directory
         return FileManager.default.isWritableFile(atPath: dir)
             ? nil : "\(command): \(option) \(path): directory \(dir) does not exist or is not writable"

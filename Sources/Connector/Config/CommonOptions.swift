@@ -1,6 +1,6 @@
-import Foundation
 import AMQP
 import FCM
+import FoundationEssentials
 import PushCore
 
 /// Options several commands share, declared once, and how they turn into settings.
@@ -99,7 +99,7 @@ public enum CommonOptions {
 
     /// `5,30,120`: whole seconds, each within RabbitMQ's x-message-ttl (at most 2^32-1 ms).
     static func retryTiers(_ text: String) -> [Int]? {
-        let parsed = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let parsed = text.split(separator: ",").map { Int($0.trimmingWhitespace()) }
         guard !parsed.isEmpty, parsed.allSatisfy({ (1...4_294_967).contains($0 ?? 0) }) else { return nil }
         return parsed.map { $0! }
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Polls the App ID file (and the credentials it names) every `interval` and calls `onChange`
 /// when their content differs from the last look: a ConfigMap or Secret update reaches the

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// The parsed, read-only view of one message in the job DLQ: who it was for, why it failed and

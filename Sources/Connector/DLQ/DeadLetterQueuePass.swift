@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 
 /// One pass over the DLQ that removes some messages and leaves the others in their order,
 /// without ever requeueing one.

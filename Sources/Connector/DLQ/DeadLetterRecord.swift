@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// One DLQ message as a line of the `dlq export` file (JSON Lines), and back. Pure.

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// Options and helpers the `dlq` subcommands share: the filter flags, the broker and topology,
@@ -106,7 +106,7 @@ enum DlqOptions {
             case 0x0D: out += "\\r"
             case 0x09: out += "\\t"
             case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-                out += "\\u" + String(format: "%04x", scalar.value)
+                out += "\\u" + String(printf: "%04x", scalar.value)
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -1,6 +1,6 @@
-import Foundation
-#if canImport(Glibc)
+import FoundationEssentials
 import Glibc
+#if canImport(Glibc)
 #endif
 
 /// Progress of a long DLQ operation on standard error — count, rate and ETA, redrawn in place at
@@ -32,13 +32,13 @@ final class DlqProgress {
         lastDraw = Date()
         var text = "\r\u{1B}[K\(label): \(count)"
         if let total, total > 0 { text += "/\(total) (\(min(100, count * 100 / total))%)" }
-        text += String(format: "  %.0f/s", rate)
-        if let total, rate > 0, total > count { text += String(format: "  ETA %.0fs", Double(total - count) / rate) }
-        FileHandle.standardError.write(Data(text.utf8))
+        text += String(printf: "  %.0f/s", rate)
+        if let total, rate > 0, total > count { text += String(printf: "  ETA %.0fs", Double(total - count) / rate) }
+        try? FileOutput.standardError.write(text.utf8)
     }
 
     /// Clears the progress line.
     func finish() {
-        if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if enabled { try? FileOutput.standardError.write("\r\u{1B}[K".utf8) }
     }
 }

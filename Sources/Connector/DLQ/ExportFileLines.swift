@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Reads a `dlq export` file line by line with memory bounded by the longest line (which is
@@ -17,7 +17,7 @@ final class ExportFileLines {
     init(path: String) throws(CommandFailure) {
         self.path = path
         if path == "-" {
-            var template = Array((NSTemporaryDirectory() + "/push-connector-import-XXXXXX").utf8CString)
+            var template = Array(((ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/push-connector-import-XXXXXX").utf8CString)
             let spool = mkstemp(&template)
             guard spool >= 0 else { throw CommandFailure("-: cannot create a temporary file to spool standard input", exitCode: 2) }
             template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }

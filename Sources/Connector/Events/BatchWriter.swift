@@ -1,6 +1,7 @@
-import Foundation
-import Synchronization
+import FoundationEssentials
+import OSThread
 import PushCore
+import Synchronization
 
 /// Writes records to an events store (`EventStoring`) on a thread of its own, in batched transactions: it
 /// takes what has queued up — at most `maxBatch`, waiting at most `maxDelay` after the first
@@ -47,7 +48,7 @@ public final class BatchWriter: @unchecked Sendable {
     private let maxBatch: Int
     private let maxDelay: TimeInterval
     // Guarded by `condition`.
-    private let condition = NSCondition()
+    private let condition = OSCondition()
     private var queue: [Pending] = []
     private var busy = false
     private var stopping = false
@@ -59,9 +60,7 @@ public final class BatchWriter: @unchecked Sendable {
         self.logger = logger
         self.maxBatch = max(1, maxBatch)
         self.maxDelay = Double(maxDelay.components.seconds) + Double(maxDelay.components.attoseconds) / 1e18
-        let thread = Thread { [self] in loop() }
-        thread.name = "events-writer"
-        thread.start()
+        OSThread.start(name: "events-writer") { [self] in loop() }
     }
 
     /// Queues a record; it is settled after its transaction.
@@ -98,7 +97,7 @@ public final class BatchWriter: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            let deadline = Date(timeIntervalSinceNow: maxDelay)
+            let deadline = ContinuousClock.now + .seconds(maxDelay)
             while queue.count < maxBatch && !stopping && condition.wait(until: deadline) {}
             let batch = Array(queue.prefix(maxBatch))
             queue.removeFirst(batch.count)
@@ -148,7 +147,7 @@ public final class BatchWriter: @unchecked Sendable {
                 if EventStore.isTransient(error) && !isStopping {
                     logger.error("transaction failed; writing the batch again", ["error": "\(error)", "records": "\(batch.count)",
                                                                                  "in": "\(backoff)s"])
-                    Thread.sleep(forTimeInterval: backoff)
+                    OSThread.sleep(seconds: backoff)
                     continue
                 }
                 logger.error("transaction failed; deliveries requeued", ["error": "\(error)", "records": "\(batch.count)"])
@@ -156,7 +155,7 @@ public final class BatchWriter: @unchecked Sendable {
                     if let position = p.position { failedGeneration[position.consumer] = max(failedGeneration[position.consumer] ?? p.generation, p.generation) }
                     p.settle(false)
                 }
-                Thread.sleep(forTimeInterval: backoff)
+                OSThread.sleep(seconds: backoff)
                 return
             }
         }

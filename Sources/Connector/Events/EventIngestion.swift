@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// The HTTP face of the events service: `POST /event`, `POST /events`, and the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// Per-App ID event keys (`--event-keys FILE`: `{"keys": {"<app_id>": "<key>"}}`), checked

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Publishes events to the events exchange with confirms over a few `ConfirmingPublisher`

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What `/healthz` and `/readyz` of the events service check: the broker (the consumer is
 /// consuming; the publisher holds or can open a connection) and the database (it opens and

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// `push-connector events` as a library: the ingestion endpoint (optional) and the consumer

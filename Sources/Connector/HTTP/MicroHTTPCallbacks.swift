@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// What the C callbacks reach through MHD's `cls` pointer.

@@ -1,6 +1,7 @@
 import CMicroHTTPD
-import Foundation
+import FoundationEssentials
 import Glibc
+import OSThread
 import Synchronization
 
 /// The whole-request deadline of the HTTP server: libmicrohttpd only has an inactivity timeout,
@@ -27,9 +28,7 @@ final class RequestDeadlines: Sendable {
 
     init(deadline: Duration) {
         self.deadline = deadline
-        let thread = Thread { [self] in sweep() }
-        thread.name = "http-deadlines"
-        thread.start()
+        OSThread.start(name: "http-deadlines") { [self] in sweep() }
     }
 
     func stop() { running.store(false, ordering: .releasing) }

@@ -21,7 +21,7 @@ enum PrometheusText {
 
     /// HELP text: backslash and line feed escaped.
     static func escapeHelp(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+        text.replacing("\\", with: "\\\\").replacing("\n", with: "\\n")
     }
 
     /// `{a="x",b="y"}`, or nothing without labels.

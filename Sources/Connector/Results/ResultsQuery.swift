@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// What `push-connector results` reads: where in the stream it starts and which results it

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Reads a RabbitMQ stream from an offset (`StreamOffset`) with one `AMQPConsumer`, one

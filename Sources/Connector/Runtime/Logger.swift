@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Structured log lines on standard error, one per event, in one of two formats:
@@ -39,7 +39,7 @@ public struct Logger: Sendable {
 
     /// Writes to standard error, one line at a time.
     public static let standardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileOutput.standardError.write(line: line)
     }
 
     /// A logger for a sub-component sharing this one's sink, level, format and fields.

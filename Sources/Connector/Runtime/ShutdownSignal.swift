@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// A one-way "stop now" flag that tasks can wait on: triggered by SIGTERM / SIGINT (graceful

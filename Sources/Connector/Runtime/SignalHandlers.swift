@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Runs handlers for POSIX signals on a dispatch queue instead of in signal context.

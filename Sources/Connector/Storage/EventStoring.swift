@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// An events database engine: what the batch writer, the events consumer, `stats` and the

@@ -1,5 +1,5 @@
 import CPostgres
-import Foundation
+import FoundationEssentials
 
 /// Where the events are stored, from `--db`: a `postgres://` / `postgresql://` URL, or else the
 /// path of a SQLite file. Its description masks a URL's password.

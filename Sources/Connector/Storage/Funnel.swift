@@ -74,7 +74,7 @@ public struct Funnel: Sendable, Equatable {
     public func text(scope: FunnelScope) -> String {
         func pct(_ part: Int) -> String {
             guard let r = rate(part) else { return "" }
-            return String(format: "  (%.1f %% of sent)", r * 100)
+            return String(printf: "  (%.1f %% of sent)", r * 100)
         }
         var lines: [String] = []
         switch scope {

@@ -1,5 +1,6 @@
 import CPostgres
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One PostgreSQL connection (Debian's libpq through the CPostgres shim), opened from a
 /// `postgres://user[:password]@host[:port]/database[?params]` URL.
@@ -86,7 +87,7 @@ public final class PostgresDatabase: @unchecked Sendable {
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
             let state = PQresultErrorField(result, pc_pg_diag_sqlstate()).map { String(cString: $0) }
-            let detail = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            let detail = String(cString: PQresultErrorMessage(result)).trimmingWhitespace(newlines: true)
             PQclear(result)
             if !isConnected { throw .lost(redactedURL, detail) }
             throw .execute(sql, state, detail)
@@ -94,7 +95,7 @@ public final class PostgresDatabase: @unchecked Sendable {
     }
 
     private static func message(of connection: OpaquePointer) -> String {
-        String(cString: PQerrorMessage(connection)).trimmingCharacters(in: .whitespacesAndNewlines)
+        String(cString: PQerrorMessage(connection)).trimmingWhitespace(newlines: true)
     }
 
     /// Calls `body` with C strings for `values` (nil stays a NULL pointer), valid during the call.
@@ -108,7 +109,7 @@ public final class PostgresDatabase: @unchecked Sendable {
     /// `password=`.
     public static func redact(_ url: String) -> String {
         func masked(_ pair: Substring) -> String { pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair) }
-        guard let schemeEnd = url.range(of: "://") else {
+        guard let schemeEnd = url.firstRange(of: "://") else {
             return url.split(separator: " ", omittingEmptySubsequences: false).map(masked).joined(separator: " ")
         }
         // user:password@ (the last @: a password may hold one), then any password= parameter.

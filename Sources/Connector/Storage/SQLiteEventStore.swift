@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// The events database (`EventStore`) in a SQLite file: the embedded default, one writer.

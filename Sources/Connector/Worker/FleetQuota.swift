@@ -1,6 +1,6 @@
 import AMQP
 import FCM
-import Foundation
+import FoundationEssentials
 import PushCore
 import Synchronization
 
@@ -136,7 +136,7 @@ public final class FleetQuota: Sendable {
         guard after != before else { return }
         rateLimiter.setShare(after)
         logger.info("quota share changed", ["queue_consumers": "\(count)", "fleet_consumers": fleet.map { "\($0)" } ?? "?",
-                                            "own_lanes": "\(configuration.lanes)", "share": String(format: "%.3f", after)])
+                                            "own_lanes": "\(configuration.lanes)", "share": String(printf: "%.3f", after)])
     }
 
     /// A 429 paused `project` here for `pause`: tell the fleet, unless a pause at least as long

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// What the worker says about one job in its log lines and metrics: `job_id`, `app_id`,

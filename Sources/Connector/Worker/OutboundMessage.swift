@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 
 /// A message the pipeline publishes as a consequence of one delivery: a result, a retry copy
 /// or a dead-letter copy. The delivery is acked only when all of them are confirmed.

@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// A lane's publishing side: one confirming publisher connection, reopened when it dies, and

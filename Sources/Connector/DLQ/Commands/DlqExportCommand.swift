@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// `push-connector dlq export FILE`: writes the matching DLQ messages to JSON Lines, losslessly,
@@ -26,17 +26,15 @@ public struct DlqExportCommand: Command {
         let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
         let json = arguments.has("--json")
         let path = arguments.positionals[0]
-        let output: FileHandle
+        let output: FileOutput
         if path == "-" {
-            output = FileHandle.standardOutput
+            output = .standardOutput
         } else {
             guard !FileManager.default.fileExists(atPath: path) else {
                 throw CommandFailure("\(command): \(path) already exists; choose a new file name", exitCode: 2)
             }
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-                  let handle = FileHandle(forWritingAtPath: path)
-            else { throw CommandFailure("\(command): cannot create \(path)", exitCode: 2) }
-            output = handle
+            guard let file = FileOutput.create(path: path) else { throw CommandFailure("\(command): cannot create \(path)", exitCode: 2) }
+            output = file
         }
         let now = Timestamp.now()
         var exported = 0, read = 0, bytes = 0
@@ -54,13 +52,13 @@ public struct DlqExportCommand: Command {
                 buffer.append(0x0A)
                 exported += 1
                 if buffer.count > 1 << 20 {
-                    try output.write(contentsOf: buffer)
+                    try output.write(buffer)
                     bytes += buffer.count
                     buffer.removeAll(keepingCapacity: true)
                 }
                 return .keep
             }
-            try output.write(contentsOf: buffer)
+            try output.write(buffer)
             bytes += buffer.count
             if path != "-" { try output.synchronize(); try output.close() }
         } catch {

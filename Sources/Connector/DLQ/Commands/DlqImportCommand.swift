@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// `push-connector dlq import FILE`: publishes the messages of a `dlq export` file back into the

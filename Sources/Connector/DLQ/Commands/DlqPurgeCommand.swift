@@ -1,5 +1,5 @@
 import AMQP
-import Foundation
+import FoundationEssentials
 import PushCore
 
 /// `push-connector dlq purge --yes`: deletes dead-lettered jobs for good (all, or the matching ones).

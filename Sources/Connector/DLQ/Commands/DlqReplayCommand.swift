@@ -1,5 +1,6 @@
 import AMQP
-import Foundation
+import FoundationEssentials
+import OSThread
 import PushCore
 
 /// `push-connector dlq replay`: moves matching dead-lettered jobs back to the job exchange with up
@@ -81,7 +82,7 @@ public struct DlqReplayCommand: Command {
                 if dryRun { return .keep }
                 if let rate {
                     let due = started.addingTimeInterval(Double(picked - 1) / rate).timeIntervalSinceNow
-                    if due > 0 { Thread.sleep(forTimeInterval: due) }
+                    if due > 0 { OSThread.sleep(seconds: due) }
                 }
                 var properties = ReplayPolicy.replayProperties(delivery.properties, replays: entry.replays)
                 properties.persistent = true
@@ -107,7 +108,7 @@ public struct DlqReplayCommand: Command {
         } else {
             context.console.out((dryRun ? "would replay" : "replayed") + " \(replayed) job(s) to \(target), \(refused) refused, "
                 + "\(read) read from \(topology.deadLetterQueue)"
-                + String(format: " in %.1f s (%.0f/s)", seconds, seconds > 0 ? Double(replayed) / seconds : 0))
+                + String(printf: " in %.1f s (%.0f/s)", seconds, seconds > 0 ? Double(replayed) / seconds : 0))
         }
         if let failure {
             throw CommandFailure("\(command): stopped after \(replayed) replayed job(s): \(failure); "
