@@ -17,8 +17,8 @@ public struct JobIntake: Sendable {
     }
 }
 
-/// A job let in by the job admission (`JobProcessor.admit`), holding `permits` of it until its
-/// sends return (`JobProcessor.process`).
+/// A job let in by the job admission (`JobProcessor.admit`), holding `permits` of it until it is
+/// settled and given back (`JobProcessor.release`).
 public struct AdmittedJob: Sendable {
     let intake: JobIntake
     let permits: Int

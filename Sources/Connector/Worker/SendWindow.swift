@@ -6,7 +6,7 @@ import Synchronization
 /// prefetch times the recipients per job.
 ///
 /// The same pool, twice as large, is the worker's job admission (`JobProcessor.jobAdmission`):
-/// a job takes a permit per recipient (at most the capacity) for as long as it is being sent.
+/// a job takes a permit per recipient (at most the capacity) until it is settled.
 ///
 /// First come, first served: a waiter asking for several permits at the head waits for its
 /// share rather than being overtaken forever by smaller ones. A waiter is a suspended task
