@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "OSThread", dependencies: ["CSystem"], swiftSettings: swiftSettings),
         // Adapters.
         .target(name: "FCM", dependencies: ["PushCore", "OSThread", "CCurl", "COpenSSL", "CNGHTTP2"], swiftSettings: swiftSettings),
-        .target(name: "AMQP", dependencies: ["OSThread", "CRabbitMQ", "COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "AMQP", dependencies: ["PushCore", "OSThread", "CRabbitMQ", "COpenSSL"], swiftSettings: swiftSettings),
         // Test support: one real RabbitMQ node per test process (scripts/test-broker.sh).
         .target(name: "BrokerHarness", dependencies: ["AMQP"], swiftSettings: swiftSettings),
         // The emulator deliberately does not depend on PushCore: its validation is written

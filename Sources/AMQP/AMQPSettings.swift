@@ -1,4 +1,5 @@
 import FoundationEssentials
+import PushCore
 
 /// Where and how to connect to a broker: parsed from `amqp://user:pass@host:port/vhost` or
 /// `amqps://…`, or from a comma-separated list of such URLs naming the nodes of one cluster
@@ -78,7 +79,7 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
     /// apply to all. A comma inside a user name or password is written `%2C`.
     public init(url: String) throws(AMQPError) {
         let parts = url.split(separator: ",", omittingEmptySubsequences: false)
-            .map { piece in String(piece.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+            .map { $0.trimmingWhitespace() }
         guard parts.count > 1 else {
             try self.init(singleURL: url)
             return

@@ -10,7 +10,7 @@
 #                when named: N/100 jobs x 1 000 recipients, the worker alone, its peak RSS)
 #   --no-build   use the release binary already built
 #   --keep       keep the work folder (logs, configs, and rss-LABEL.txt per worker run: every 0.1 s
-#                the time, results so far, RSS in KiB, confirms pending, FCM requests in flight)
+#                the time, results so far, RSS in MiB, confirms pending, FCM requests in flight)
 #   --perf       record a CPU profile of each worker run (perf record -e cpu-clock -g) into the
 #                work folder as perf-LABEL.data (implies --keep); the figures then include perf's cost
 #                (PERF_EVENT=EVENT records another event, e.g. a probe on malloc)
@@ -151,17 +151,17 @@ print(json.dumps(body, separators=(",", ":")))' > "$WORK/body.json"
 RESULT_BYTES=260
 
 declare -A FIG
-results_done() { # $1 = metrics port: the sum of push_connector_results_total
-  { curl -s --max-time 2 "http://127.0.0.1:$1/metrics" || true; } \
-    | awk '/^push_connector_results_total[{ ]/ { s += $NF } END { printf "%d", s }'
-}
-
 metrics_sample() { # $1 = metrics port: results so far, confirms pending, FCM requests in flight
   { curl -s --max-time 2 "http://127.0.0.1:$1/metrics" || true; } | awk '
     /^push_connector_results_total[{ ]/ { r += $NF }
     /^push_connector_confirms_pending[{ ]/ { c += $NF }
     /^push_connector_fcm_requests_in_flight[{ ]/ { f += $NF }
     END { printf "%d %d %d\n", r, c, f }'
+}
+results_done() { # $1 = metrics port: the sum of push_connector_results_total
+  local results _
+  read -r results _ < <(metrics_sample "$1")
+  echo "$results"
 }
 
 run_curl_floor() { # $1 = label, $2 = requests
@@ -189,7 +189,7 @@ run_consumer_floor() { # $1 = label, $2 = jobs, $3 = recipients per job
 run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $5 = service account; rest: worker flags
   local label=$1 jobs=$2 per=$3 url=$4 sa=$5
   shift 5
-  local mport expected t0 t1 b0 b1 done_count=0 last_log
+  local mport expected t0 t1 b0 b1 done_count=0 last_log pending sending
   mport=$(free_port)
   expected=$((jobs * per))
   sed "s|$WORK/sa.json|$sa|" "$WORK/apps.json" > "$WORK/apps-run.json"
@@ -205,7 +205,7 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   while :; do
     kill -0 "$WORKER_PID" 2>/dev/null || { echo "run.sh: the worker exited; its log:" >&2; tail -20 "$WORK/logs/worker-$label.log" >&2; exit 1; }
     read -r done_count pending sending < <(metrics_sample "$mport")
-    echo "$(now) $done_count $(awk '/^VmRSS/ {print $2}' "/proc/$WORKER_PID/status" 2>/dev/null) $pending $sending" >>"$WORK/rss-$label.txt"
+    echo "$(now) $done_count $(rss_mib "$WORKER_PID" 2>/dev/null) $pending $sending" >>"$WORK/rss-$label.txt"
     # perf follows the threads that exist when it attaches: wait until the lanes run.
     if ((PERF)) && [ -z "$perf_pid" ] && [ "${done_count:-0}" -gt 0 ]; then
       perf record -q -e "${PERF_EVENT:-cpu-clock}" -g -p "$WORKER_PID" -o "$WORK/perf-$label.data" >/dev/null 2>&1 &

@@ -26,7 +26,7 @@ final class ExportFileLines {
                 let n = read(0, &buffer, buffer.count)
                 if n == 0 { break }
                 guard n > 0 || errno == EINTR else { close(spool); throw CommandFailure("-: cannot read standard input", exitCode: 2) }
-                if n > 0, Self.writeAll(spool, buffer, count: n) == false {
+                if n > 0, (try? FileOutput(descriptor: spool).write(buffer[..<n])) == nil {
                     close(spool)
                     throw CommandFailure("-: cannot spool standard input to a temporary file (disk full?)", exitCode: 2)
                 }
@@ -42,17 +42,6 @@ final class ExportFileLines {
     }
 
     deinit { close(fd) }
-
-    private static func writeAll(_ fd: Int32, _ buffer: [UInt8], count: Int) -> Bool {
-        var done = 0
-        while done < count {
-            let n = buffer.withUnsafeBytes { write(fd, $0.baseAddress! + done, count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
-    }
 
     /// Calls `body` with each line (1-based number, bytes without the newline), from the start
     /// of the file; stops early when `body` returns false.

@@ -40,10 +40,9 @@ struct FileOutput: Sendable {
         var offset = 0
         while offset < buffer.count {
             let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return .failure(FileWriteError(code: errno))
-            }
+            if written < 0 && errno == EINTR { continue }
+            // A write that takes nothing would loop forever: a failure too.
+            guard written > 0 else { return .failure(FileWriteError(code: written < 0 ? errno : EIO)) }
             offset += written
         }
         return .success(())
