@@ -47,7 +47,7 @@ public final class ConfirmingPublisher: Sendable {
 
     enum Command: Sendable {
         case publish(Outgoing, CheckedContinuation<Void, any Error>)
-        case publishBatch([Outgoing], CheckedContinuation<[AMQPError?], Never>)
+        case publishBatch([Outgoing], @Sendable ([AMQPError?]) -> Void)
         case close(CheckedContinuation<Void, Never>, timeout: Duration?)
     }
 
@@ -64,24 +64,24 @@ public final class ConfirmingPublisher: Sendable {
         }
     }
 
-    /// The confirms of one batch, gathered on the connection thread; resumes its caller once,
+    /// The confirms of one batch, gathered on the connection thread; calls its caller back once,
     /// when the last one arrived.
     private final class BatchConfirms {
         private var outcomes: [AMQPError?]
         private var remaining: Int
-        private let continuation: CheckedContinuation<[AMQPError?], Never>
+        private let settled: @Sendable ([AMQPError?]) -> Void
 
-        init(count: Int, _ continuation: CheckedContinuation<[AMQPError?], Never>) {
+        init(count: Int, _ settled: @escaping @Sendable ([AMQPError?]) -> Void) {
             outcomes = Array(repeating: nil, count: count)
             remaining = count
-            self.continuation = continuation
-            if count == 0 { continuation.resume(returning: []) }
+            self.settled = settled
+            if count == 0 { settled([]) }
         }
 
         func settle(_ index: Int, _ result: Result<Void, AMQPError>) {
             if case .failure(let error) = result { outcomes[index] = error }
             remaining -= 1
-            if remaining == 0 { continuation.resume(returning: outcomes) }
+            if remaining == 0 { settled(outcomes) }
         }
     }
 
@@ -145,9 +145,16 @@ public final class ConfirmingPublisher: Sendable {
     public func publish(batch messages: [Outgoing]) async -> [AMQPError?] {
         if messages.isEmpty { return [] }
         return await withCheckedContinuation { (settled: CheckedContinuation<[AMQPError?], Never>) in
-            if !commands.submit(.publishBatch(messages, settled)) {
-                settled.resume(returning: Array(repeating: AMQPError.closed("the publisher"), count: messages.count))
-            }
+            publish(batch: messages) { settled.resume(returning: $0) }
+        }
+    }
+
+    /// `publish(batch:)`, with the outcomes given to `settled` (on the connection thread, or at
+    /// once when the publisher is closed) instead of returned: nothing waits as a task meanwhile.
+    public func publish(batch messages: [Outgoing], settled: @escaping @Sendable ([AMQPError?]) -> Void) {
+        if messages.isEmpty { return settled([]) }
+        if !commands.submit(.publishBatch(messages, settled)) {
+            settled(Array(repeating: AMQPError.closed("the publisher"), count: messages.count))
         }
     }
 
@@ -392,7 +399,7 @@ public final class ConfirmingPublisher: Sendable {
     private static func fail(_ command: Command, _ error: AMQPError, closers: inout [CheckedContinuation<Void, Never>]) {
         switch command {
         case .publish(_, let c): c.resume(throwing: error)
-        case .publishBatch(let messages, let c): c.resume(returning: Array(repeating: error, count: messages.count))
+        case .publishBatch(let messages, let settled): settled(Array(repeating: error, count: messages.count))
         case .close(let d, _): closers.append(d)
         }
     }

@@ -37,6 +37,15 @@ public final class AsyncSemaphore: Sendable {
         }
     }
 
+    /// Takes a permit if one is free now; false (nothing taken) otherwise.
+    public func tryWait() -> Bool {
+        state.withLock { state -> Bool in
+            guard state.available > 0 else { return false }
+            state.available -= 1
+            return true
+        }
+    }
+
     /// Returns a permit, handing it straight to the oldest waiter if there is one.
     public func signal() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in

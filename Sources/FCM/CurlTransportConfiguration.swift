@@ -2,7 +2,7 @@
 /// which has one loop thread and ignores `loops` and `loopIdleWait`).
 public struct CurlTransportConfiguration: Sendable {
     /// Maximum requests in flight across the whole transport (callers wait asynchronously beyond).
-    public var maxInFlight: Int = 1000
+    public var maxInFlight: Int = 2000
     /// Number of curl loops: each is one thread running one curl multi handle (a "lane" is the worker's consumer/publisher pair, not this).
     public var loops: Int = 1
     /// HTTP/2 streams per connection (FCM and the Node SDK use ≤ 100).

@@ -87,59 +87,148 @@ public final class FCMClient: Sendable {
 
     /// Sends one request body `{"message": …, "validate_only": …}` for `projectID`.
     public func send(projectID: String, messageBody: [UInt8], credentials: ServiceAccount) async -> FCMOutcome {
-        guard Self.isValidProjectID(projectID) else {
-            return .configurationFailed(FCMFailure(code: "INVALID_PROJECT_ID", httpStatus: nil,
-                                                   message: "project id \"\(projectID.prefix(64))\" is not a Firebase project id"))
-        }
+        if let refused = Self.refusal(projectID: projectID) { return refused }
         if case .deferred(let delay) = await rateLimiter.acquire(project: projectID) {
-            return .retryable(FCMFailure(code: Self.projectPausedCode, httpStatus: nil,
-                                         message: "project \(projectID) is paused or over its send quota"),
-                              retryAfter: delay)
+            return Self.paused(projectID, retryAfter: delay)
         }
-        let url = sendURL(projectID)
+        return await exchange(newExchange(projectID, messageBody, credentials))
+    }
+
+    /// `send`, with the answer given to `completion` (from any thread) instead of returned. In
+    /// the common case (the project not paced, the access token cached, a transport permit free)
+    /// nothing waits as a task while FCM answers: the request in flight costs its callbacks. Any
+    /// other case, and a resend (connection loss, a 401), continues as `send` does, in a task.
+    public func start(projectID: String, messageBody: [UInt8], credentials: ServiceAccount,
+                      completion: @escaping @Sendable (FCMOutcome) -> Void) {
+        if let refused = Self.refusal(projectID: projectID) { return completion(refused) }
+        let exchange = newExchange(projectID, messageBody, credentials)
+        switch rateLimiter.decide(project: projectID) {
+        case .now(.deferred(let delay)):
+            return completion(Self.paused(projectID, retryAfter: delay))
+        case .paced(let delay):
+            Task {
+                if case .deferred(let pause) = await rateLimiter.waitOut(delay, project: projectID) {
+                    return completion(Self.paused(projectID, retryAfter: pause))
+                }
+                completion(await self.exchange(exchange))
+            }
+        case .now(.granted):
+            guard let token = tokens.cachedToken(for: credentials) else {
+                Task { completion(await self.exchange(exchange)) }
+                return
+            }
+            configuration.observer?.exchangeStarted()
+            let started = ContinuousClock.now
+            transport.start(exchange.request(token)) { answer in
+                var exchange = exchange
+                switch self.step(after: answer, token: token, started: started, exchange: &exchange) {
+                case .done(let outcome): completion(outcome)
+                case .again: Task { completion(await self.exchange(exchange)) }
+                case .againWithNewToken:
+                    Task {
+                        await self.tokens.invalidate(token, for: exchange.credentials)
+                        completion(await self.exchange(exchange))
+                    }
+                }
+            }
+        }
+    }
+
+    /// One send's request and what it may still do: resend after a connection loss, refresh
+    /// the token after a 401.
+    private struct Exchange: Sendable {
+        let projectID: String
+        let url: String
+        let body: [UInt8]
+        let credentials: ServiceAccount
         var refreshedAfter401 = false
-        var resendsLeft = configuration.resendsAfterConnectionLoss
+        var resendsLeft: Int
+
+        init(projectID: String, url: String, body: [UInt8], credentials: ServiceAccount, resends: Int) {
+            (self.projectID, self.url, self.body, self.credentials, resendsLeft) = (projectID, url, body, credentials, resends)
+        }
+
+        func request(_ token: AccessToken) -> HTTPRequest { HTTPRequest(url: url, headers: token.sendHeaders, body: body) }
+    }
+
+    private func newExchange(_ projectID: String, _ body: [UInt8], _ credentials: ServiceAccount) -> Exchange {
+        Exchange(projectID: projectID, url: sendURL(projectID), body: body, credentials: credentials,
+                 resends: configuration.resendsAfterConnectionLoss)
+    }
+
+    /// What an answer leads to.
+    private enum Step {
+        case done(FCMOutcome)
+        /// Resend at once (the connection went away before any answer).
+        case again
+        /// Invalidate the token, then resend (a 401 for our own token, once).
+        case againWithNewToken
+    }
+
+    /// Sends `exchange` until an answer settles it (the resend rules of `step`).
+    private func exchange(_ exchange: Exchange) async -> FCMOutcome {
+        var exchange = exchange
         while true {
             let token: AccessToken
-            if let cached = tokens.cachedToken(for: credentials) {
+            if let cached = tokens.cachedToken(for: exchange.credentials) {
                 token = cached  // the common case: no hop to the token source's actor
             } else {
                 do {
-                    token = try await tokens.token(for: credentials)
+                    token = try await tokens.token(for: exchange.credentials)
                 } catch {
-                    return pausingOnConfigurationFailure(Self.outcome(for: error), projectID: projectID)
+                    return pausingOnConfigurationFailure(Self.outcome(for: error), projectID: exchange.projectID)
                 }
             }
-            let request = HTTPRequest(url: url, headers: token.sendHeaders, body: messageBody)
             configuration.observer?.exchangeStarted()
             let started = ContinuousClock.now
-            let answer = await transport.send(request)
-            if let observer = configuration.observer {
-                observer.exchangeFinished(status: try? answer.get().status, duration: ContinuousClock.now - started)
-            }
-            switch answer {
-            case .failure(let error):
-                if resendsLeft > 0, error.kind == .connectionLost || error.kind == .connectFailed {
-                    resendsLeft -= 1
-                    continue
-                }
-                return Self.outcome(for: error)
-            case .success(let response):
-                let outcome = FCMResponseDecoder.decode(httpStatus: response.status, body: response.body,
-                                                        retryAfter: response.retryAfter)
-                switch outcome {
-                case .authFailed where !refreshedAfter401:
-                    refreshedAfter401 = true
-                    await tokens.invalidate(token, for: credentials)
-                    continue
-                case .retryable(_, let retryAfter) where response.status == 429:
-                    rateLimiter.recordQuotaExceeded(project: projectID, retryAfter: retryAfter)
-                    return outcome
-                default:
-                    return pausingOnConfigurationFailure(outcome, projectID: projectID)
-                }
+            let answer = await transport.send(exchange.request(token))
+            switch step(after: answer, token: token, started: started, exchange: &exchange) {
+            case .done(let outcome): return outcome
+            case .again: continue
+            case .againWithNewToken: await tokens.invalidate(token, for: exchange.credentials)
             }
         }
+    }
+
+    /// Reads one answer: tells the observer, decodes, and decides between an outcome and a resend.
+    private func step(after answer: Result<HTTPResponse, TransportError>, token: AccessToken, started: ContinuousClock.Instant,
+                      exchange: inout Exchange) -> Step {
+        if let observer = configuration.observer {
+            observer.exchangeFinished(status: try? answer.get().status, duration: ContinuousClock.now - started)
+        }
+        switch answer {
+        case .failure(let error):
+            if exchange.resendsLeft > 0, error.kind == .connectionLost || error.kind == .connectFailed {
+                exchange.resendsLeft -= 1
+                return .again
+            }
+            return .done(Self.outcome(for: error))
+        case .success(let response):
+            let outcome = FCMResponseDecoder.decode(httpStatus: response.status, body: response.body, retryAfter: response.retryAfter)
+            switch outcome {
+            case .authFailed where !exchange.refreshedAfter401:
+                exchange.refreshedAfter401 = true
+                return .againWithNewToken
+            case .retryable(_, let retryAfter) where response.status == 429:
+                rateLimiter.recordQuotaExceeded(project: exchange.projectID, retryAfter: retryAfter)
+                return .done(outcome)
+            default:
+                return .done(pausingOnConfigurationFailure(outcome, projectID: exchange.projectID))
+            }
+        }
+    }
+
+    /// The outcome of a project id that is not one (nothing is sent); nil when it is one.
+    private static func refusal(projectID: String) -> FCMOutcome? {
+        guard !isValidProjectID(projectID) else { return nil }
+        return .configurationFailed(FCMFailure(code: "INVALID_PROJECT_ID", httpStatus: nil,
+                                               message: "project id \"\(projectID.prefix(64))\" is not a Firebase project id"))
+    }
+
+    /// The outcome of a send held back because `projectID` is paused or over its rate.
+    private static func paused(_ projectID: String, retryAfter delay: Duration) -> FCMOutcome {
+        .retryable(FCMFailure(code: projectPausedCode, httpStatus: nil, message: "project \(projectID) is paused or over its send quota"),
+                   retryAfter: delay)
     }
 
     private func sendURL(_ projectID: String) -> String {

@@ -2,9 +2,9 @@ import Glibc
 
 /// One request travelling through the HTTP/2 transport: the request, its prepared header block,
 /// its deadline, and the response as it arrives. Touched only by the loop's thread after
-/// submission; `finish` resumes the waiting task exactly once (later calls do nothing).
+/// submission; `finish` calls its completion exactly once (later calls do nothing).
 final class H2Exchange: @unchecked Sendable {
-    typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
+    typealias Completion = @Sendable (Result<HTTPResponse, TransportError>) -> Void
 
     let request: HTTPRequest
     /// Monotonic nanoseconds after which the request fails with `.timeout`.
@@ -20,7 +20,7 @@ final class H2Exchange: @unchecked Sendable {
     /// Times the request went back to its pool after a connection refused it unprocessed (GOAWAY).
     var requeues = 0
 
-    init(request: HTTPRequest, deadline: UInt64, completion: Completion) {
+    init(request: HTTPRequest, deadline: UInt64, completion: @escaping Completion) {
         self.request = request
         self.deadline = deadline
         self.completion = completion
@@ -28,12 +28,12 @@ final class H2Exchange: @unchecked Sendable {
 
     var isFinished: Bool { completion == nil }
 
-    /// Resumes the waiting task with `result`; only the first call counts.
+    /// Calls the completion with `result`; only the first call counts.
     func finish(_ result: Result<HTTPResponse, TransportError>) {
         guard let completion else { return }
         self.completion = nil
         responseBody = []
-        completion.resume(returning: result)
+        completion(result)
     }
 
     /// Ends a request whose stream or connection went away, or whose deadline passed, before the

@@ -30,8 +30,22 @@ public final class H2Transport: HTTPTransport {
         defer { permits.signal() }
         let deadline = H2Clock.now() &+ requestTimeout
         return await withCheckedContinuation { continuation in
-            loop.submit(H2Exchange(request: request, deadline: deadline, completion: continuation))
+            loop.submit(H2Exchange(request: request, deadline: deadline, completion: { continuation.resume(returning: $0) }))
         }
+    }
+
+    /// Submits `request` at once when a permit is free, with nothing suspended until the answer
+    /// calls `completion` (on the loop's thread); otherwise waits for a permit in a task.
+    public func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
+        guard permits.tryWait() else {
+            Task { completion(await send(request)) }
+            return
+        }
+        let permits = permits
+        loop.submit(H2Exchange(request: request, deadline: H2Clock.now() &+ requestTimeout, completion: { answer in
+            permits.signal()
+            completion(answer)
+        }))
     }
 
     /// Connections opened since the transport was made.

@@ -151,19 +151,34 @@ public final class ProjectRateLimiter: Sendable {
         }
     }
 
+    /// What `acquire` decides at once: a grant, or a pacing delay to wait out first (`waitOut`).
+    public enum Decision: Sendable, Equatable {
+        case now(Grant)
+        case paced(Duration)
+    }
+
+    /// Reserves one send for `project` without waiting: granted or deferred now, or granted
+    /// once `waitOut` has waited out the returned pacing delay.
+    public func decide(project: String) -> Decision {
+        switch reserve(project: project) {
+        case .granted: .now(.granted)
+        case .deferred(let delay): .now(.deferred(delay))
+        case .grantedAfter(let delay): .paced(delay)
+        }
+    }
+
+    /// Waits out a pacing delay from `decide`; deferred when a 429 paused the project meanwhile.
+    public func waitOut(_ delay: Duration, project: String) async -> Grant {
+        await PacedWakeups.shared.sleep(for: delay)  // one timer for every paced send, not one each
+        let pause = pauseRemaining(project: project)
+        return pause > .zero ? .deferred(pause) : .granted
+    }
+
     /// Waits (without blocking a thread) until `project` may send one message.
     public func acquire(project: String) async -> Grant {
-        switch reserve(project: project) {
-        case .granted:
-            return .granted
-        case .deferred(let delay):
-            return .deferred(delay)
-        case .grantedAfter(let delay):
-            await PacedWakeups.shared.sleep(for: delay)  // one timer for every paced send, not one each
-            // A 429 may have paused the project while we waited.
-            let pause = pauseRemaining(project: project)
-            if pause > .zero { return .deferred(pause) }
-            return .granted
+        switch decide(project: project) {
+        case .now(let grant): grant
+        case .paced(let delay): await waitOut(delay, project: project)
         }
     }
 

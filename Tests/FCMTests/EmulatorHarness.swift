@@ -65,6 +65,15 @@ final class EmulatorHarness: Sendable {
         await client.send(projectID: Self.project, messageBody: Self.body(token: token), credentials: account)
     }
 
+    /// `send` through the client's callback entry (`FCMClient.start`).
+    func start(token: String) async -> FCMOutcome {
+        await withCheckedContinuation { continuation in
+            client.start(projectID: Self.project, messageBody: Self.body(token: token), credentials: account) {
+                continuation.resume(returning: $0)
+            }
+        }
+    }
+
     /// A self-signed certificate for 127.0.0.1 (its own CA), made with the openssl CLI.
     static func makeCertificate(in directory: String) throws {
         let process = Process()

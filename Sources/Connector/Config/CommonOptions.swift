@@ -34,7 +34,7 @@ public enum CommonOptions {
         .value("--fcm-url", "URL", "FCM base URL", default: "https://fcm.googleapis.com", .httpURL),
         .value("--ca-file", "FILE", "CA bundle to trust for FCM (e.g. the emulator's dev CA); TLS verification is always on",
                .readableFile),
-        .value("--max-in-flight", "N", "FCM requests in flight per process", default: "1000", .integer(1...100_000)),
+        .value("--max-in-flight", "N", "FCM requests in flight per process", default: "2000", .integer(1...100_000)),
         .value("--fcm-transport", "KIND", "HTTP/2 client for FCM sends: nghttp2 (libnghttp2 directly) | curl (libcurl)",
                default: "nghttp2", .choice(FCMTransportKind.allCases.map(\.rawValue))),
         .flag("--allow-insecure-http", "allow http:// for --fcm-url and token_uri beyond loopback (127.0.0.0/8, ::1, localhost)"),

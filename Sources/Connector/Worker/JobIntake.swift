@@ -24,6 +24,13 @@ public struct AdmittedJob: Sendable {
     let permits: Int
 }
 
+/// What sending an admitted job gave (`JobProcessor.send` or `startSending`), for
+/// `JobProcessor.conclude`: every target's composition outcome, in order, and the send outcomes
+/// by recipient index; nil when the lane gave up before the first send.
+public struct SentJob: Sendable {
+    let sends: (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])?
+}
+
 /// What `JobProcessor.intake` made of a delivery: messages already, or a job to send.
 enum Preparation: Sendable {
     case settled([OutboundMessage])

@@ -7,7 +7,8 @@ import Synchronization
 /// - `intake` (synchronous): decode, find the App ID, check `not_after`, prepare the job's shared part;
 /// - `admit`: wait for the job's share of the job admission, as a callback rather than a task;
 /// - `process`: compose and send its targets one by one through the send window (the sends run
-///   concurrently), plan, and express the plan as results, a retry copy and dead-letter copies.
+///   concurrently), plan, and express the plan as results, a retry copy and dead-letter copies;
+///   for a job of one target, `startSending` then `conclude` do the same from callbacks.
 /// It never throws: bad input is data (a dead-letter copy with a reason), so the worker keeps
 /// consuming whatever arrives.
 public struct JobProcessor: Sendable {
@@ -104,6 +105,48 @@ public struct JobProcessor: Sendable {
     /// `stop` true (the lane gave up) before a target is sent leaves it unsent (planned as not
     /// sent); true before the first one returns no messages at all.
     public func process(_ admitted: AdmittedJob, stop: @Sendable () -> Bool = { false }) async -> ProcessedJob {
+        guard case .ready(let ready) = admitted.intake.preparation else { return conclude(admitted, SentJob(sends: nil)) }
+        return conclude(admitted, SentJob(sends: await send(ready, sender: admitted.intake.sender, stop: stop)))
+    }
+
+    /// `process` of a job of one target (the common case) without a task while FCM answers:
+    /// composes the target once the send window lets it, starts its send, and hands what the
+    /// send gave to `sent` (from any thread, often the FCM transport's), for `conclude`. `stop`
+    /// as in `process`. False, with nothing done, for any other job: it goes through `process`.
+    public func startSending(_ admitted: AdmittedJob, stop: @escaping @Sendable () -> Bool,
+                             sent: @escaping @Sendable (SentJob) -> Void) -> Bool {
+        guard case .ready(let ready) = admitted.intake.preparation, ready.prepared.targetCount == 1 else { return false }
+        if stop() {
+            sent(SentJob(sends: nil))
+            return true
+        }
+        let sender = admitted.intake.sender, window = sendWindow, gauge = unsentGauge
+        let composeAndSend: @Sendable (Int) -> Void = { _ in
+            if stop() {
+                window?.release(1)
+                return sent(SentJob(sends: nil))
+            }
+            let outcome = ready.prepared.compose(0)
+            guard case .message(let message) = outcome else {
+                window?.release(1)
+                return sent(SentJob(sends: ([outcome], [:])))
+            }
+            let settled = outcome.settled
+            gauge?.increment()
+            sender.start(message.body, app: ready.app) { delivered in
+                gauge?.decrement()
+                window?.release(1)
+                sent(SentJob(sends: ([settled], [0: delivered])))
+            }
+        }
+        if let window { window.acquire(1, then: composeAndSend) } else { composeAndSend(0) }
+        return true
+    }
+
+    /// The messages of an admitted job once sent (`sent`, from `send` or `startSending`): its
+    /// plan as results, a retry copy and dead-letter copies; none when the lane gave up before
+    /// the first send. A settled job's messages are its intake's.
+    public func conclude(_ admitted: AdmittedJob, _ sent: SentJob) -> ProcessedJob {
         let intake = admitted.intake
         var record = intake.record
         let messages: [OutboundMessage]
@@ -111,8 +154,7 @@ public struct JobProcessor: Sendable {
         case .settled(let settled):
             messages = settled
         case .ready(let ready):
-            let sent = await send(ready, sender: intake.sender, stop: stop)
-            guard let (composed, delivered) = sent else { return ProcessedJob(messages: [], record: record) }
+            guard let (composed, delivered) = sent.sends else { return ProcessedJob(messages: [], record: record) }
             messages = planned(ready.job, attempt: record.attempt, composed: composed, delivered: delivered, history: intake.history)
         }
         record.code = messages.first { $0.kind == .deadLetter }?.label
@@ -194,7 +236,8 @@ public struct JobProcessor: Sendable {
         return ([settled], [0: delivered])
     }
 
-    /// `send` of a job with several targets, each sent by a child task as soon as it has its permit.
+    /// `send` of a job with several targets, each started (`PushSender.start`) as soon as it has
+    /// its permit; the job's task then waits once for the last of them, with no task per send.
     private func sendEach(_ ready: ReadyJob, sender: any PushSender,
                           stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
         let window = sendWindow
@@ -204,35 +247,32 @@ public struct JobProcessor: Sendable {
         let delivered = DeliveredOutcomes()
         let gauge = unsentGauge
         var sending = true
-        var stoppedFirst = false
-        await withDiscardingTaskGroup { group in
-            for index in 0..<count {
-                if sending {
-                    if let window { _ = await window.acquire(1) }
-                    if stop() || Task.isCancelled {
-                        sending = false
-                        window?.release(1)
-                        stoppedFirst = index == 0 && stop()
-                        if stoppedFirst { return }
+        for index in 0..<count {
+            if sending {
+                if let window { _ = await window.acquire(1) }
+                if stop() || Task.isCancelled {
+                    sending = false
+                    window?.release(1)
+                    if index == 0 && stop() {
+                        return nil
                     }
                 }
-                let outcome = ready.prepared.compose(index)
-                composed.append(outcome.settled)
-                guard sending, case .message(let message) = outcome else {
-                    if sending { window?.release(1) }  // an invalid target gives its permit back at once
-                    continue
-                }
-                gauge?.increment()
-                group.addTask {
-                    let outcome = await sender.send(message.body, app: ready.app)
-                    gauge?.decrement()
-                    window?.release(1)
-                    delivered.record(outcome, at: index)
-                }
+            }
+            let outcome = ready.prepared.compose(index)
+            composed.append(outcome.settled)
+            guard sending, case .message(let message) = outcome else {
+                if sending { window?.release(1) }  // an invalid target gives its permit back at once
+                continue
+            }
+            gauge?.increment()
+            delivered.started()
+            sender.start(message.body, app: ready.app) { outcome in
+                gauge?.decrement()
+                window?.release(1)
+                delivered.record(outcome, at: index)
             }
         }
-        if stoppedFirst { return nil }
-        return (composed, delivered.all)
+        return (composed, await delivered.all())
     }
 
     /// The plan as messages: results, the retry copy and dead-letter copies, their `push-*`
@@ -280,9 +320,39 @@ public struct JobProcessor: Sendable {
     }
 }
 
-/// What the sends of one job gave, by recipient index, written by its concurrent send tasks.
+/// What the sends of one job gave, by recipient index, written by their completions (any
+/// thread); `all` waits for every send started to come back.
 private final class DeliveredOutcomes: Sendable {
-    private let outcomes = Mutex<[Int: DeliveryOutcome]>([:])
-    func record(_ outcome: DeliveryOutcome, at index: Int) { outcomes.withLock { $0[index] = outcome } }
-    var all: [Int: DeliveryOutcome] { outcomes.withLock { $0 } }
+    private struct State {
+        var outcomes: [Int: DeliveryOutcome] = [:]
+        var outstanding = 0
+        var waiter: CheckedContinuation<[Int: DeliveryOutcome], Never>?
+    }
+    private let state = Mutex(State())
+
+    /// Counts a send started; its completion must `record` it.
+    func started() { state.withLock { $0.outstanding += 1 } }
+
+    func record(_ outcome: DeliveryOutcome, at index: Int) {
+        let done = state.withLock { s -> (CheckedContinuation<[Int: DeliveryOutcome], Never>, [Int: DeliveryOutcome])? in
+            s.outcomes[index] = outcome
+            s.outstanding -= 1
+            guard s.outstanding == 0, let waiter = s.waiter else { return nil }
+            s.waiter = nil
+            return (waiter, s.outcomes)
+        }
+        if let (waiter, outcomes) = done { waiter.resume(returning: outcomes) }
+    }
+
+    /// Every outcome, once the last send started came back.
+    func all() async -> [Int: DeliveryOutcome] {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { s -> [Int: DeliveryOutcome]? in
+                guard s.outstanding > 0 else { return s.outcomes }
+                s.waiter = continuation
+                return nil
+            }
+            if let now { continuation.resume(returning: now) }
+        }
+    }
 }

@@ -23,4 +23,9 @@ public struct OutboundMessage: Sendable {
     public var properties: MessageProperties {
         MessageProperties(contentType: "application/json", headers: headers, persistent: true)
     }
+
+    /// The message as the publisher takes it.
+    var outgoing: ConfirmingPublisher.Outgoing {
+        ConfirmingPublisher.Outgoing(exchange: exchange, routingKey: routingKey, body: body, properties: properties)
+    }
 }

@@ -26,8 +26,8 @@ final class OutboundPublisher: Sendable {
     private let metrics: WorkerMetrics
     private let log: Logger
     private let state = Mutex(State())
-    /// The last connected publisher, for the synchronous `isBlocked`.
-    private let current = Mutex<ConfirmingPublisher?>(nil)
+    /// The last connected publisher and its generation, for `isBlocked` and `tryPublish`.
+    private let current = Mutex<(publisher: ConfirmingPublisher, generation: Int)?>(nil)
 
     init(settings: AMQPSettings, confirmTimeout: Duration, backoff: Backoff, counters: WorkerCounters, metrics: WorkerMetrics, log: Logger) {
         self.settings = settings
@@ -74,7 +74,7 @@ final class OutboundPublisher: Sendable {
                 throw error
             }
             if publisher.isAlive {
-                current.withLock { $0 = publisher }
+                current.withLock { $0 = (publisher, generation) }
                 return (publisher, generation)
             }
             await drop(generation)  // died since: connect a new one
@@ -83,10 +83,10 @@ final class OutboundPublisher: Sendable {
     }
 
     /// True while the last connected publisher is alive (for `/readyz`).
-    var isConnected: Bool { current.withLock { $0?.isAlive ?? false } }
+    var isConnected: Bool { current.withLock { $0?.publisher.isAlive ?? false } }
 
     /// True while the broker keeps the current publisher blocked.
-    var isBlocked: Bool { current.withLock { $0?.isBlocked ?? false } }
+    var isBlocked: Bool { current.withLock { $0?.publisher.isBlocked ?? false } }
 
     /// Waits while the broker has publishing blocked (new work would only pile up unconfirmed),
     /// or until `stop` says to give up.
@@ -98,8 +98,47 @@ final class OutboundPublisher: Sendable {
     /// failed (reconnecting if the connection died) with `backoff` between rounds. Returns false
     /// only when `stop()` turns true first: the caller must then leave its delivery unacked.
     func publishUntilConfirmed(_ messages: [OutboundMessage], stop: @Sendable () -> Bool) async -> Bool {
+        await publish(messages, fromRound: 0, stop: stop)
+    }
+
+    /// The first round of `publishUntilConfirmed` without a task: publishes `messages` on the
+    /// current publisher when it is alive and not blocked, and calls `done` (on the publisher's
+    /// thread) with nil once the broker confirmed them all, or with the round that failed, for
+    /// `republish`. False, with nothing published, when there is no such publisher: the caller
+    /// goes through `publishUntilConfirmed`.
+    func tryPublish(_ messages: [OutboundMessage], done: @escaping @Sendable (FailedRound?) -> Void) -> Bool {
+        guard let (publisher, generation) = current.withLock({ $0 }), publisher.isAlive, !publisher.isBlocked else { return false }
+        let pending = metrics.confirmsPending
+        pending.increment(by: messages.count)
+        publisher.publish(batch: messages.map(\.outgoing)) { outcomes in
+            pending.decrement(by: messages.count)
+            let failed = Self.failed(messages, outcomes)
+            done(failed.isEmpty ? nil : FailedRound(publisher: publisher, generation: generation, failed: failed, index: 0))
+        }
+        return true
+    }
+
+    /// Carries on after the round `tryPublish` saw fail, as `publishUntilConfirmed` does after
+    /// its first: the same connection rules, backoff and log line, then the next rounds.
+    func republish(_ round: FailedRound, stop: @Sendable () -> Bool) async -> Bool {
+        await dropIfRefusing(round)
+        await pause(round: 1, pending: round.failed.count, failure: round.failed[0].error, stop: stop)
+        return await publish(round.failed.map(\.message), fromRound: 1, stop: stop)
+    }
+
+    /// A round of publishes the broker did not all confirm: the ones it did not, with why.
+    struct FailedRound: Sendable {
+        let publisher: ConfirmingPublisher
+        let generation: Int
+        let failed: [(message: OutboundMessage, error: any Error)]
+        /// 0 for the first round of a delivery's messages.
+        let index: Int
+    }
+
+    /// Rounds of publishes from round `first` on, until all are confirmed or `stop`.
+    private func publish(_ messages: [OutboundMessage], fromRound first: Int, stop: @Sendable () -> Bool) async -> Bool {
         var pending = messages
-        var round = 0
+        var round = first
         while !pending.isEmpty {
             if stop() { return false }
             let failure: any Error
@@ -109,12 +148,7 @@ final class OutboundPublisher: Sendable {
                 if failed.isEmpty { return true }
                 pending = failed.map(\.message)
                 failure = failed[0].error
-                // A refusing quorum queue (RabbitMQ 3.10) keeps refusing on the channel that saw
-                // it refuse until the queue says "go", which it may never do once its policy is
-                // gone: a nack seen twice in a row gets a fresh connection.
-                if !publisher.isAlive || failed.contains(where: { Self.killsConnection($0.error) }) || round >= 1 {
-                    await drop(generation)
-                }
+                await dropIfRefusing(FailedRound(publisher: publisher, generation: generation, failed: failed, index: round))
             } catch {
                 failure = error
             }
@@ -122,6 +156,16 @@ final class OutboundPublisher: Sendable {
             await pause(round: round, pending: pending.count, failure: failure, stop: stop)
         }
         return true
+    }
+
+    /// Drops the connection of a failed round when it died or failed in a way that kills it.
+    /// A refusing quorum queue (RabbitMQ 3.10) keeps refusing on the channel that saw it refuse
+    /// until the queue says "go", which it may never do once its policy is gone: a nack seen
+    /// twice in a row gets a fresh connection.
+    private func dropIfRefusing(_ round: FailedRound) async {
+        if !round.publisher.isAlive || round.failed.contains(where: { Self.killsConnection($0.error) }) || round.index >= 1 {
+            await drop(round.generation)
+        }
     }
 
     /// Counts a failed round of `publishUntilConfirmed`, logs it (the first and every tenth) and
@@ -157,9 +201,11 @@ final class OutboundPublisher: Sendable {
         let pending = metrics.confirmsPending
         pending.increment(by: messages.count)
         defer { pending.decrement(by: messages.count) }
-        let outcomes = await publisher.publish(batch: messages.map {
-            ConfirmingPublisher.Outgoing(exchange: $0.exchange, routingKey: $0.routingKey, body: $0.body, properties: $0.properties)
-        })
+        return Self.failed(messages, await publisher.publish(batch: messages.map(\.outgoing)))
+    }
+
+    /// The messages of a batch the broker did not confirm, with why.
+    private static func failed(_ messages: [OutboundMessage], _ outcomes: [AMQPError?]) -> [(message: OutboundMessage, error: any Error)] {
         var failed: [(message: OutboundMessage, error: any Error)] = []
         for (message, error) in zip(messages, outcomes) { if let error { failed.append((message, error)) } }
         return failed
@@ -174,7 +220,7 @@ final class OutboundPublisher: Sendable {
         }
         guard let task else { return }
         if let publisher = try? await task.value {
-            current.withLock { if $0 === publisher { $0 = nil } }
+            current.withLock { if $0?.publisher === publisher { $0 = nil } }
             await publisher.close()  // lets the confirms of other deliveries' messages arrive first
         }
     }

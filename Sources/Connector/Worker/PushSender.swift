@@ -6,6 +6,16 @@ import PushCore
 /// real client against the emulator.
 public protocol PushSender: Sendable {
     func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome
+    /// `send`, with the outcome given to `completion` (from any thread): a sender that can
+    /// holds no task while the request is in flight.
+    func start(_ body: [UInt8], app: AppConfiguration, completion: @escaping @Sendable (DeliveryOutcome) -> Void)
+}
+
+extension PushSender {
+    /// `send` in a task of its own.
+    public func start(_ body: [UInt8], app: AppConfiguration, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+        Task { completion(await send(body, app: app)) }
+    }
 }
 
 /// The real sender: the FCM HTTP v1 client, with each App ID's service account loaded once.
@@ -42,6 +52,13 @@ public final class FCMPushSender: PushSender {
             return .configurationFailed(ResultError(code: "CONFIGURATION_ERROR", message: "no credentials loaded for app \(app.appID)"))
         }
         return DeliveryOutcome(await client.send(projectID: app.projectID, messageBody: body, credentials: account))
+    }
+
+    public func start(_ body: [UInt8], app: AppConfiguration, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+        guard let account = accounts[app.appID] else {
+            return completion(.configurationFailed(ResultError(code: "CONFIGURATION_ERROR", message: "no credentials loaded for app \(app.appID)")))
+        }
+        client.start(projectID: app.projectID, messageBody: body, credentials: account) { completion(DeliveryOutcome($0)) }
     }
 }
 

@@ -7,7 +7,9 @@ import Synchronization
 /// job queue, each delivery processed concurrently (up to `prefetch` per lane) and acked only
 /// once every message it caused is confirmed by the broker. Acks are coalesced: the consumer
 /// acks with `multiple` over contiguous settled deliveries (`AckCoalescer`), so the broker sees
-/// one ack per batch instead of one per job.
+/// one ack per batch instead of one per job. A job of one target, the common case, runs on
+/// callbacks (its send's answer, its publishes' confirms) with no task unless something needs
+/// waiting out; other jobs, and the slow paths, run in a task each.
 ///
 /// A delivery whose FCM sends happened is never requeued for a publish failure: its outbound
 /// messages are kept and published again, reconnecting the publisher if needed, until confirmed
@@ -125,8 +127,15 @@ public final class SendWorker: Sendable {
                 // task: prefetched jobs of many recipients cost their bytes while they wait.
                 let intake = processor.intake(body: delivery.body, headers: delivery.properties.headers)
                 processor.admit(intake) { job in
+                    let stop: @Sendable () -> Bool = { tracker.isAbandoned }
+                    // A job of one target (unless the broker is blocked) holds no task while FCM
+                    // answers, nor while the broker confirms, unless a publish fails.
+                    if !outbound.isBlocked, self.processor.startSending(job, stop: stop, sent: { sent in
+                        self.settleWithoutTask(delivery, job, self.processor.conclude(job, sent), consumer: consumer,
+                                               outbound: outbound, tracker: tracker, stop: stop, log: log)
+                    }) { return }
                     Task {
-                        await self.handle(delivery, job, consumer: consumer, outbound: outbound, tracker: tracker, log: log)
+                        await self.handle(delivery, job, consumer: consumer, outbound: outbound, stop: stop, log: log)
                         tracker.leave()
                     }
                 }
@@ -143,33 +152,80 @@ public final class SendWorker: Sendable {
         return streamError
     }
 
+    /// Processes an admitted job in this task, then settles it.
     private func handle(_ delivery: Delivery, _ job: AdmittedJob, consumer: AMQPConsumer, outbound: OutboundPublisher,
-                        tracker: InFlightTracker, log: Logger) async {
-        let stop: @Sendable () -> Bool = { tracker.isAbandoned }
-        // The job holds its admission until it is settled: while the broker is slow to confirm,
-        // the jobs behind it wait unsent instead of piling up their results here.
-        defer { processor.release(job) }
+                        stop: @escaping @Sendable () -> Bool, log: Logger) async {
         // New work waits out a broker alarm: its messages could not be confirmed anyway.
         await outbound.waitWhileBlocked(stop: stop)
-        // Sends nothing once the lane gave up, and gives the job's admission back either way.
+        // Sends nothing once the lane gave up.
         let processed = await processor.process(job, stop: stop)
-        let messages = processed.messages
-        // The job's fields are attached only when a debug line will be written (not per job otherwise).
-        let jobLog = log.isDebugEnabled ? log.with(processed.record.fields) : log
+        await settle(delivery, job, processed, consumer: consumer, outbound: outbound, stop: stop, log: log)
+    }
+
+    /// Publishes a processed job's messages until confirmed, then acks its delivery; gives the
+    /// job's admission back either way.
+    private func settle(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, consumer: AMQPConsumer,
+                        outbound: OutboundPublisher, stop: @escaping @Sendable () -> Bool, log: Logger) async {
+        let jobLog = Self.jobLog(processed, log)
+        guard readyToPublish(delivery, job, processed, stop: stop, jobLog: jobLog) else { return }
+        let confirmed = await outbound.publishUntilConfirmed(processed.messages, stop: stop)
+        published(confirmed, delivery, job, processed, consumer: consumer, jobLog: jobLog, log: log)
+    }
+
+    /// `settle` called back with a job's answer (on the FCM transport's thread): the messages go
+    /// to the current publisher at once and the delivery is acked from its confirms, with no
+    /// task; one takes over only when there is no publisher to use now or a publish failed.
+    private func settleWithoutTask(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, consumer: AMQPConsumer,
+                                   outbound: OutboundPublisher, tracker: InFlightTracker,
+                                   stop: @escaping @Sendable () -> Bool, log: Logger) {
+        let jobLog = Self.jobLog(processed, log)
+        guard readyToPublish(delivery, job, processed, stop: stop, jobLog: jobLog) else { return tracker.leave() }
+        let finish: @Sendable (Bool) -> Void = { confirmed in
+            self.published(confirmed, delivery, job, processed, consumer: consumer, jobLog: jobLog, log: log)
+            tracker.leave()
+        }
+        let started = outbound.tryPublish(processed.messages) { failedRound in
+            guard let failedRound else { return finish(true) }
+            Task { finish(await outbound.republish(failedRound, stop: stop)) }
+        }
+        if !started { Task { finish(await outbound.publishUntilConfirmed(processed.messages, stop: stop)) } }
+    }
+
+    /// The logger of a job's lines: its fields attached only when a debug line will be written
+    /// (not per job otherwise).
+    private static func jobLog(_ processed: ProcessedJob, _ log: Logger) -> Logger {
+        log.isDebugEnabled ? log.with(processed.record.fields) : log
+    }
+
+    /// Before a job's messages are published: false, with its admission given back, when the lane
+    /// gave up (the delivery stays unacked and comes back).
+    private func readyToPublish(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob,
+                                stop: @Sendable () -> Bool, jobLog: Logger) -> Bool {
         if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
         if stop() {
             jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
-            return
+            processor.release(job)
+            return false
         }
         // From here on the sends happened: never requeue, publish until confirmed (or give up
         // only when the lane does, leaving the delivery unacked).
         counters.awaitingConfirm.add(1, ordering: .relaxed)
-        let confirmed = await outbound.publishUntilConfirmed(messages, stop: stop)
+        return true
+    }
+
+    /// After a job's publishes: acks the delivery when every message was confirmed, counts and
+    /// logs it. Gives the job's admission back either way: it held it until settled, so that
+    /// while the broker is slow to confirm the jobs behind wait unsent instead of piling up
+    /// their results here.
+    private func published(_ confirmed: Bool, _ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob,
+                           consumer: AMQPConsumer, jobLog: Logger, log: Logger) {
         counters.awaitingConfirm.subtract(1, ordering: .relaxed)
+        defer { processor.release(job) }
         guard confirmed else {
             jobLog.debug("lane gave up before the broker confirmed; the delivery stays unacked and comes back")
             return
         }
+        let messages = processed.messages
         counters.count(messages)
         metrics.count(messages, appID: processed.record.appLabel)
         consumer.complete(delivery.deliveryTag)

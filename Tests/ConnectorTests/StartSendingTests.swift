@@ -1,0 +1,90 @@
+import Foundation
+import PushCore
+import Synchronization
+import Testing
+@testable import Connector
+
+/// `JobProcessor.startSending`, the worker's path for jobs of one target: the send is started
+/// from a callback and its outcome handed to `conclude`, with the same send window, `stop` and
+/// plan as `process` (real emulator, real FCM client, no broker).
+@Suite(.timeLimit(.minutes(1))) struct StartSendingTests {
+    typealias Setup = StreamedJobTests.Setup
+
+    /// A job admitted and handed to `startSending`: whether it was taken, and its `SentJob` once sent.
+    final class Started: Sendable {
+        private let state = Mutex<(taken: Bool, job: AdmittedJob?, sent: SentJob?)>((false, nil, nil))
+        var taken: Bool { state.withLock { $0.taken } }
+        var job: AdmittedJob? { state.withLock { $0.job } }
+        var sent: SentJob? { state.withLock { $0.sent } }
+
+        init(_ processor: JobProcessor, _ body: Data, stop: @escaping @Sendable () -> Bool = { false }) {
+            processor.admit(processor.intake(body: body, headers: [:])) { job in
+                self.state.withLock { $0.job = job }
+                let taken = processor.startSending(job, stop: stop) { result in self.state.withLock { $0.sent = result } }
+                self.state.withLock { $0.taken = taken }
+            }
+        }
+
+        func waitForSent(seconds: Int = 10) async throws -> SentJob {
+            let deadline = ContinuousClock.now + .seconds(seconds)
+            while ContinuousClock.now < deadline {
+                if let sent { return sent }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            throw FixtureError("the send did not come back within \(seconds) s")
+        }
+    }
+
+    @Test func aJobOfOneTargetIsSentAndConcludedAsProcessWouldPlanIt() async throws {
+        let setup = try Setup(window: 4, admission: 8)
+        let processor = setup.processor
+        let one = Started(processor, StreamedJobTests.job(recipients: 1, id: "one"))
+        #expect(one.taken)
+        let job = try #require(one.job)
+        let processed = processor.conclude(job, try await one.waitForSent())
+        let results = try processed.messages.filter { $0.kind == .result }.map { try SendResult.decode(JSONValue.parse($0.body)) }
+        #expect(results.map(\.outcome) == [.sent] && results.first?.jobID == "one")
+        #expect(processed.messages.count == 1, "a sent job is its one result")
+        #expect(setup.emulator.recordedMessages().compactMap(\.token) == ["dev-0"])
+        #expect(processor.sendWindow?.available == 4, "the window permit came back with the answer")
+        #expect(processor.jobAdmission?.available == 7, "the admission stays taken until release")
+        processor.release(job)
+        #expect(processor.jobAdmission?.available == 8)
+    }
+
+    @Test func aJobOfSeveralTargetsIsLeftToProcessUntouched() async throws {
+        let setup = try Setup(window: 4)
+        let three = Started(setup.processor, StreamedJobTests.job(recipients: 3, id: "three"))
+        #expect(!three.taken && three.job != nil)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(three.sent == nil)
+        #expect(setup.emulator.recordedMessages().isEmpty && setup.processor.sendWindow?.available == 4)
+    }
+
+    /// With the window full, a job of one target waits as a callback, composed only when the
+    /// answer that frees the window arrives: never more composed and unsent than the window.
+    @Test func aJobWaitingForTheWindowIsComposedAndSentByTheAnswerThatFreesIt() async throws {
+        let setup = try Setup(window: 1, latency: .fixed(.milliseconds(200)))
+        let processor = setup.processor
+        let first = Started(processor, StreamedJobTests.job(recipients: 1, id: "first"))
+        let second = Started(processor, StreamedJobTests.job(recipients: 1, id: "second"))
+        #expect(first.taken && second.taken)
+        #expect(processor.sendWindow?.queued == 1, "the second job waits for the window")
+        for started in [first, second] {
+            let sent = try await started.waitForSent()
+            #expect(processor.conclude(try #require(started.job), sent).messages.count == 1)
+        }
+        #expect(setup.emulator.recordedMessages().compactMap(\.token) == ["dev-0", "dev-0"])
+        #expect(processor.unsentGauge?.highest == 1, "one composed and unsent at a time, got \(processor.unsentGauge?.highest ?? -1)")
+        #expect(processor.sendWindow?.available == 1)
+    }
+
+    @Test func aLaneThatGaveUpSendsNothingAndConcludesWithNoMessages() async throws {
+        let setup = try Setup(window: 2)
+        let processor = setup.processor
+        let gone = Started(processor, StreamedJobTests.job(recipients: 1, id: "gone"), stop: { true })
+        #expect(gone.taken)
+        #expect(processor.conclude(try #require(gone.job), try await gone.waitForSent()).messages.isEmpty)
+        #expect(setup.emulator.recordedMessages().isEmpty && processor.sendWindow?.available == 2)
+    }
+}
