@@ -65,7 +65,16 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Runs until `stop()`; closes every handler before returning.
+    ///
+    /// SIGPIPE is blocked on the loop's thread: TLS writes go through OpenSSL's socket BIO, which
+    /// cannot pass MSG_NOSIGNAL, so a close_notify or an answer written to a client that went away
+    /// would otherwise kill a process that did not ignore SIGPIPE (the tests run the emulator
+    /// in-process). Blocked, the write fails with EPIPE and the connection closes.
     func run() {
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
         var fds: [pollfd] = []
         while !stopping.load(ordering: .acquiring) {
             if !pending.isEmpty { handlers.append(contentsOf: pending); pending.removeAll() }
