@@ -74,6 +74,16 @@ final class EmulatorHarness: Sendable {
         }
     }
 
+    /// The client's two ways in, for tests that pin the same rules through both.
+    enum Entry: CaseIterable, Sendable { case send, start }
+
+    func send(token: String, via entry: Entry) async -> FCMOutcome {
+        switch entry {
+        case .send: await send(token: token)
+        case .start: await start(token: token)
+        }
+    }
+
     /// A self-signed certificate for 127.0.0.1 (its own CA), made with the openssl CLI.
     static func makeCertificate(in directory: String) throws {
         let process = Process()

@@ -28,8 +28,12 @@ public struct AdmittedJob: Sendable {
 /// `JobProcessor.conclude`: every target's composition outcome, in order, and the send outcomes
 /// by recipient index; nil when the lane gave up before the first send.
 public struct SentJob: Sendable {
-    let sends: (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])?
+    let sends: TargetSends?
 }
+
+/// Every target's composition outcome, in order (without the request body once sent), and
+/// what sending gave by recipient index.
+typealias TargetSends = (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])
 
 /// What `JobProcessor.intake` made of a delivery: messages already, or a job to send.
 enum Preparation: Sendable {

@@ -120,27 +120,37 @@ public struct JobProcessor: Sendable {
             sent(SentJob(sends: nil))
             return true
         }
-        let sender = admitted.intake.sender, window = sendWindow, gauge = unsentGauge
+        let sender = admitted.intake.sender, window = sendWindow
         let composeAndSend: @Sendable (Int) -> Void = { _ in
             if stop() {
                 window?.release(1)
                 return sent(SentJob(sends: nil))
             }
-            let outcome = ready.prepared.compose(0)
-            guard case .message(let message) = outcome else {
-                window?.release(1)
-                return sent(SentJob(sends: ([outcome], [:])))
-            }
-            let settled = outcome.settled
-            gauge?.increment()
-            sender.start(message.body, app: ready.app) { delivered in
-                gauge?.decrement()
-                window?.release(1)
-                sent(SentJob(sends: ([settled], [0: delivered])))
-            }
+            composeAndStart(ready, sender: sender, proceed: { true }) { sent(SentJob(sends: $0)) }
         }
         if let window { window.acquire(1, then: composeAndSend) } else { composeAndSend(0) }
         return true
+    }
+
+    /// Composes the one target of `ready` (its send-window permit taken) and starts its send;
+    /// `sent` gets the composition outcome and what the send gave, once the permit is given back.
+    /// A target that cannot be composed, or whose send `proceed()` (asked on the caller's thread)
+    /// refuses, is not sent: it gives its permit back at once and is planned as not sent.
+    private func composeAndStart(_ ready: ReadyJob, sender: any PushSender, proceed: () -> Bool,
+                                 sent: @escaping @Sendable (TargetSends) -> Void) {
+        let window = sendWindow, gauge = unsentGauge
+        let outcome = ready.prepared.compose(0)
+        guard case .message(let message) = outcome, proceed() else {
+            window?.release(1)
+            return sent(([outcome], [:]))
+        }
+        let settled = outcome.settled
+        gauge?.increment()
+        sender.start(message.body, app: ready.app) { delivered in
+            gauge?.decrement()
+            window?.release(1)
+            sent(([settled], [0: delivered]))
+        }
     }
 
     /// The messages of an admitted job once sent (`sent`, from `send` or `startSending`): its
@@ -213,33 +223,30 @@ public struct JobProcessor: Sendable {
     /// was sent. After `stop` (the lane gave up) or cancellation, the remaining targets are
     /// composed but not sent: they are planned as not sent (retry), never sent twice.
     private func send(_ ready: ReadyJob, sender: any PushSender,
-                      stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
+                      stop: @Sendable () -> Bool) async -> TargetSends? {
         let count = ready.prepared.targetCount
         if stop() { return nil }
         if count == 1 { return await sendOne(ready, sender: sender, stop: stop) }
         return await sendEach(ready, sender: sender, stop: stop)
     }
 
-    /// `send` of a job with one target, the common case: no task group, no child task.
-    private func sendOne(_ ready: ReadyJob, sender: any PushSender,
-                         stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
-        let window = sendWindow
-        if let window { _ = await window.acquire(1) }
-        defer { window?.release(1) }
-        if stop() { return nil }
-        let outcome = ready.prepared.compose(0)
-        guard case .message(let message) = outcome, !Task.isCancelled else { return ([outcome], [:]) }
-        let settled = outcome.settled
-        unsentGauge?.increment()
-        let delivered = await sender.send(message.body, app: ready.app)
-        unsentGauge?.decrement()
-        return ([settled], [0: delivered])
+    /// `send` of a job with one target: `startSending`'s steps, waited for in this task (not sent
+    /// once the task is cancelled).
+    private func sendOne(_ ready: ReadyJob, sender: any PushSender, stop: @Sendable () -> Bool) async -> TargetSends? {
+        if let window = sendWindow { _ = await window.acquire(1) }
+        if stop() {
+            sendWindow?.release(1)
+            return nil
+        }
+        return await withCheckedContinuation { continuation in
+            composeAndStart(ready, sender: sender, proceed: { !Task.isCancelled }) { continuation.resume(returning: $0) }
+        }
     }
 
     /// `send` of a job with several targets, each started (`PushSender.start`) as soon as it has
     /// its permit; the job's task then waits once for the last of them, with no task per send.
     private func sendEach(_ ready: ReadyJob, sender: any PushSender,
-                          stop: @Sendable () -> Bool) async -> (composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome])? {
+                          stop: @Sendable () -> Bool) async -> TargetSends? {
         let window = sendWindow
         let count = ready.prepared.targetCount
         var composed: [CompositionOutcome] = []

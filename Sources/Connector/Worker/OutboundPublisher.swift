@@ -108,11 +108,7 @@ final class OutboundPublisher: Sendable {
     /// goes through `publishUntilConfirmed`.
     func tryPublish(_ messages: [OutboundMessage], done: @escaping @Sendable (FailedRound?) -> Void) -> Bool {
         guard let (publisher, generation) = current.withLock({ $0 }), publisher.isAlive, !publisher.isBlocked else { return false }
-        let pending = metrics.confirmsPending
-        pending.increment(by: messages.count)
-        publisher.publish(batch: messages.map(\.outgoing)) { outcomes in
-            pending.decrement(by: messages.count)
-            let failed = Self.failed(messages, outcomes)
+        publish(messages, on: publisher) { failed in
             done(failed.isEmpty ? nil : FailedRound(publisher: publisher, generation: generation, failed: failed, index: 0))
         }
         return true
@@ -198,17 +194,23 @@ final class OutboundPublisher: Sendable {
     /// broker did not confirm, with why.
     private func publish(_ messages: [OutboundMessage], on publisher: ConfirmingPublisher) async
         -> [(message: OutboundMessage, error: any Error)] {
-        let pending = metrics.confirmsPending
-        pending.increment(by: messages.count)
-        defer { pending.decrement(by: messages.count) }
-        return Self.failed(messages, await publisher.publish(batch: messages.map(\.outgoing)))
+        await withCheckedContinuation { continuation in
+            publish(messages, on: publisher) { continuation.resume(returning: $0) }
+        }
     }
 
-    /// The messages of a batch the broker did not confirm, with why.
-    private static func failed(_ messages: [OutboundMessage], _ outcomes: [AMQPError?]) -> [(message: OutboundMessage, error: any Error)] {
-        var failed: [(message: OutboundMessage, error: any Error)] = []
-        for (message, error) in zip(messages, outcomes) { if let error { failed.append((message, error)) } }
-        return failed
+    /// `publish(_:on:)` with the unconfirmed messages given to `done` (on the publisher's thread),
+    /// counted in the confirms-pending gauge meanwhile.
+    private func publish(_ messages: [OutboundMessage], on publisher: ConfirmingPublisher,
+                         done: @escaping @Sendable ([(message: OutboundMessage, error: any Error)]) -> Void) {
+        let pending = metrics.confirmsPending
+        pending.increment(by: messages.count)
+        publisher.publish(batch: messages.map(\.outgoing)) { outcomes in
+            pending.decrement(by: messages.count)
+            var failed: [(message: OutboundMessage, error: any Error)] = []
+            for (message, error) in zip(messages, outcomes) { if let error { failed.append((message, error)) } }
+            done(failed)
+        }
     }
 
     /// Forgets the publisher of `generation` (if still current) and closes it.
