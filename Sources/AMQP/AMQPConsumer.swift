@@ -23,6 +23,13 @@ import Synchronization
 /// channel. Deliveries never completed stay unacked (requeued at close). Do not mix `complete`
 /// with `ack` / `nack` / `reject` on such a consumer.
 ///
+/// A sized prefetch (`start(sizing:)`, with coalesced acks): the connection thread re-sizes the
+/// prefetch to the bytes it holds (`PrefetchSizer`) by cancelling the consumer and consuming
+/// again with a new basic.qos on the same channel, at once when growing, once the held bytes
+/// leave room when shrinking (meanwhile `prefetch` is 0). The deliveries of the old consumer
+/// stay valid (delivery tags go on along the channel) and are acked as before; nothing is
+/// requeued.
+///
 /// Always call `close()` at the end: it executes the settlements queued before it, closes the
 /// channel and connection (the broker requeues what is still unacked) and ends the thread.
 public final class AMQPConsumer: Sendable {
@@ -39,12 +46,17 @@ public final class AMQPConsumer: Sendable {
     public let deliveries: AsyncThrowingStream<Delivery, any Error>
     /// The queue being consumed.
     public let queue: String
+    /// The prefetch the consumer runs with now (it changes only when sized; 0 while it waits for
+    /// room to consume again).
+    public var prefetch: UInt16 { currentPrefetch.load(ordering: .relaxed) }
+    private let currentPrefetch: Atomic<UInt16>
     private let commands: CommandQueue<Command>
     private let continuation: AsyncThrowingStream<Delivery, any Error>.Continuation
 
-    private init(queue: String) throws(AMQPError) {
+    private init(queue: String, prefetch: UInt16) throws(AMQPError) {
         commands = try CommandQueue()
         self.queue = queue
+        currentPrefetch = Atomic(prefetch)
         (deliveries, continuation) = AsyncThrowingStream.makeStream(of: Delivery.self, throwing: (any Error).self)
     }
 
@@ -54,15 +66,19 @@ public final class AMQPConsumer: Sendable {
     /// `arguments` are basic.consume's: for a stream, `x-stream-offset` (`StreamOffset`) says
     /// where to start; every delivery then carries its offset (`Delivery.streamOffset`). A
     /// stream needs the manual acks too: they return the credit `prefetch` hands out.
+    ///
+    /// `sizing` (which implies `coalescingAcks`) sets the prefetch instead of `prefetch`: it
+    /// starts at `sizing.initial` and follows the bytes held (see the type's notes).
     public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
                              exclusive: Bool = false, arguments: AMQPTable = [:],
-                             coalescingAcks: Bool = false) async throws -> AMQPConsumer {
-        let consumer = try AMQPConsumer(queue: queue)
-        let coalescer = coalescingAcks ? AckCoalescer(stragglerLimit: Int(prefetch) / 4) : nil
+                             coalescingAcks: Bool = false, sizing: PrefetchSizer? = nil) async throws -> AMQPConsumer {
+        let consumer = try AMQPConsumer(queue: queue, prefetch: sizing?.initial ?? prefetch)
+        let coalescer = coalescingAcks || sizing != nil
+            ? AckCoalescer(stragglerLimit: Int(consumer.prefetch) / 4) : nil
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             startConnectionThread(name: "amqp-consumer \(queue)") {
-                consumer.run(settings: settings, prefetch: prefetch, exclusive: exclusive, arguments: arguments,
-                             coalescer: coalescer, ready: ready)
+                consumer.run(settings: settings, exclusive: exclusive, arguments: arguments,
+                             coalescer: coalescer, sizing: sizing, ready: ready)
             }
         }
         return consumer
@@ -106,20 +122,27 @@ public final class AMQPConsumer: Sendable {
 
     // MARK: connection thread
 
-    private func run(settings: AMQPSettings, prefetch: UInt16, exclusive: Bool, arguments: AMQPTable,
-                     coalescer: AckCoalescer?, ready: CheckedContinuation<Void, any Error>) {
+    /// basic.qos then basic.consume on channel 1; returns the consumer tag. Connection thread.
+    private func startConsuming(_ connection: AMQPConnection, prefetch: UInt16, exclusive: Bool,
+                                arguments: AMQPTable) throws(AMQPError) -> String {
+        _ = amqp_basic_qos(connection.raw, 1, 0, prefetch, 0)
+        try connection.check("basic.qos")
+        let arena = CArena()
+        let ok = amqp_basic_consume(connection.raw, 1, arena.bytes(queue), amqp_empty_bytes, 0, 0,
+                                    exclusive ? 1 : 0, arena.table(arguments))
+        try connection.check("basic.consume on '\(queue)'")
+        currentPrefetch.store(prefetch, ordering: .relaxed)
+        return CDecode.string(ok!.pointee.consumer_tag)
+    }
+
+    private func run(settings: AMQPSettings, exclusive: Bool, arguments: AMQPTable,
+                     coalescer: AckCoalescer?, sizing: PrefetchSizer?, ready: CheckedContinuation<Void, any Error>) {
         var coalescer = coalescer
         let connection: AMQPConnection
-        let consumerTag: String
+        var consumerTag: String
         do {
             connection = try AMQPConnection(settings: settings)
-            _ = amqp_basic_qos(connection.raw, 1, 0, prefetch, 0)
-            try connection.check("basic.qos")
-            let arena = CArena()
-            let ok = amqp_basic_consume(connection.raw, 1, arena.bytes(queue), amqp_empty_bytes, 0, 0,
-                                        exclusive ? 1 : 0, arena.table(arguments))
-            try connection.check("basic.consume on '\(queue)'")
-            consumerTag = CDecode.string(ok!.pointee.consumer_tag)
+            consumerTag = try startConsuming(connection, prefetch: prefetch, exclusive: exclusive, arguments: arguments)
         } catch {
             finish(throwing: error)
             ready.resume(throwing: error)
@@ -132,6 +155,8 @@ public final class AMQPConsumer: Sendable {
         var unprocessed: [Command] = []  // drained but not executed (error or close mid-batch)
         var streamFinished = false
         var cancelSent = false
+        var resizingTo: UInt16?  // a cancel sent, to consume again with this prefetch
+        var waitingFor: UInt16?  // cancelled, to consume with this prefetch once there is room
         func sendAcks(flush: Bool) throws(AMQPError) {
             guard let pending = coalescer?.completed, pending > 0 else { return }
             for ack in coalescer!.acks(now: .now, flush: flush) {
@@ -153,7 +178,13 @@ public final class AMQPConsumer: Sendable {
                         case .cancel:
                             if !cancelSent && !streamFinished {
                                 cancelSent = true
-                                try connection.sendCancel(consumerTag: consumerTag)
+                                if waitingFor != nil {  // no consumer to cancel
+                                    waitingFor = nil
+                                    streamFinished = true
+                                    continuation.finish()
+                                } else if resizingTo == nil {  // else a resize's cancel-ok ends the stream
+                                    try connection.sendCancel(consumerTag: consumerTag)
+                                }
                             }
                         case .close(let done):
                             closers.append(done)
@@ -172,11 +203,17 @@ public final class AMQPConsumer: Sendable {
                     readAny += 1
                     switch frame {
                     case .deliver(let delivery):
-                        coalescer?.delivered(delivery.deliveryTag)
+                        coalescer?.delivered(delivery.deliveryTag, bytes: delivery.body.count)
                         if !streamFinished { continuation.yield(delivery) }
                     case .other(let method) where method == AMQPMethod.basicCancelOK:
-                        streamFinished = true
-                        continuation.finish()
+                        if let target = resizingTo, !cancelSent {
+                            resizingTo = nil
+                            waitingFor = target
+                            currentPrefetch.store(0, ordering: .relaxed)
+                        } else {
+                            streamFinished = true
+                            continuation.finish()
+                        }
                     case .cancelledByServer:
                         streamFinished = true
                         continuation.finish(throwing: AMQPError.consumerCancelledByServer(queue))
@@ -185,6 +222,20 @@ public final class AMQPConsumer: Sendable {
                     default: break
                     }
                     connection.releaseBuffers()
+                }
+                if let sizing, let held = coalescer, !cancelSent, !streamFinished {
+                    if let target = waitingFor {
+                        if sizing.mayConsume(target, held: held.held, heldBytes: held.heldBytes) {
+                            waitingFor = nil
+                            consumerTag = try startConsuming(connection, prefetch: target, exclusive: exclusive,
+                                                             arguments: arguments)
+                            coalescer?.stragglerLimit = Int(target) / 4
+                        }
+                    } else if resizingTo == nil,
+                              let target = sizing.resize(current: prefetch, held: held.held, heldBytes: held.heldBytes) {
+                        resizingTo = target
+                        try connection.sendCancel(consumerTag: consumerTag)
+                    }
                 }
                 if readAny == 0 { commands.wait(socketFD: connection.socketFD, timeoutMillis: pollMillis) }
             }

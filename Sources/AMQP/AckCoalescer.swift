@@ -13,7 +13,8 @@
 ///   work. `flush` acks every completed delivery at once (before closing the channel).
 ///
 /// Each delivery is settled exactly once: `complete` of an unknown or already completed tag is
-/// ignored (returns false).
+/// ignored (returns false). It also counts the bytes of the deliveries held (delivered and not
+/// completed), which `PrefetchSizer` sizes the prefetch by.
 public struct AckCoalescer: Sendable {
     /// One `basic.ack`: the tag, and whether it settles every earlier unacked delivery too.
     public struct Ack: Sendable, Equatable {
@@ -29,16 +30,22 @@ public struct AckCoalescer: Sendable {
         }
     }
 
-    /// Completed deliveries behind an unfinished one that trigger their single acks.
-    public let stragglerLimit: Int
+    /// Completed deliveries behind an unfinished one that trigger their single acks (a quarter
+    /// of the prefetch: a sized consumer sets it again with each new prefetch).
+    public var stragglerLimit: Int {
+        didSet { stragglerLimit = max(1, stragglerLimit) }
+    }
     /// How long completed deliveries behind an unfinished one may wait for it.
     public let stragglerHold: Duration
     /// Delivered and not yet acked, ascending, with whether each is completed.
     private var tags: [UInt64] = []
     private var done: [Bool] = []
+    private var sizes: [Int] = []
     private var head = 0
     /// Completed and not yet acked.
     public private(set) var completed = 0
+    /// Bytes of the deliveries delivered and not yet completed.
+    public private(set) var heldBytes = 0
     /// Since when completed deliveries wait behind an unfinished one (nil: none wait).
     private var stragglersSince: ContinuousClock.Instant?
 
@@ -49,12 +56,16 @@ public struct AckCoalescer: Sendable {
 
     /// Delivered and not yet acked.
     public var unacked: Int { tags.count - head }
+    /// Delivered and not yet completed.
+    public var held: Int { unacked - completed }
 
-    /// Records a delivery (tags grow along a channel).
-    public mutating func delivered(_ deliveryTag: UInt64) {
+    /// Records a delivery of `bytes` (tags grow along a channel).
+    public mutating func delivered(_ deliveryTag: UInt64, bytes: Int = 0) {
         precondition(tags.last.map { $0 < deliveryTag } ?? true, "delivery tags grow along a channel")
         tags.append(deliveryTag)
         done.append(false)
+        sizes.append(bytes)
+        heldBytes += bytes
     }
 
     /// Records that the work of `deliveryTag` is done and it may be acked; false when the tag is
@@ -69,6 +80,7 @@ public struct AckCoalescer: Sendable {
         guard low < tags.count, tags[low] == deliveryTag, !done[low] else { return false }
         done[low] = true
         completed += 1
+        heldBytes -= sizes[low]
         return true
     }
 
@@ -90,6 +102,7 @@ public struct AckCoalescer: Sendable {
         if head > 4096 && head * 2 > tags.count {
             tags.removeFirst(head)
             done.removeFirst(head)
+            sizes.removeFirst(head)
             head = 0
         }
         return ack
@@ -107,7 +120,7 @@ public struct AckCoalescer: Sendable {
             let since = stragglersSince ?? now
             stragglersSince = since
             if flush || completed >= stragglerLimit || now - since >= stragglerHold {
-                var keptTags: [UInt64] = [], keptDone: [Bool] = []
+                var keptTags: [UInt64] = [], keptDone: [Bool] = [], keptSizes: [Int] = []
                 keptTags.reserveCapacity(tags.count - head - completed)
                 for i in head..<tags.count {
                     if done[i] {
@@ -115,9 +128,10 @@ public struct AckCoalescer: Sendable {
                     } else {
                         keptTags.append(tags[i])
                         keptDone.append(false)
+                        keptSizes.append(sizes[i])
                     }
                 }
-                (tags, done, head, completed, stragglersSince) = (keptTags, keptDone, 0, 0, nil)
+                (tags, done, sizes, head, completed, stragglersSince) = (keptTags, keptDone, keptSizes, 0, 0, nil)
             }
         }
         return acks

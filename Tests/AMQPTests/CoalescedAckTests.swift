@@ -19,7 +19,7 @@ struct CoalescedAckTests {
         for delivery in held.dropFirst() { consumer.complete(delivery.deliveryTag) }  // the first is never finished
         await consumer.close()
 
-        let back = try drain(queue, settings: settings, expecting: 1)
+        let back = try drainQueue(queue, settings: settings, expecting: 1)
         #expect(back.map(\.body) == [held[0].body])
         #expect(Set(held.map(\.body)) == bodies)
     }
@@ -42,7 +42,7 @@ struct CoalescedAckTests {
         }
         await consumer.close()
 
-        let back = try drain(queue, settings: settings, expecting: 1)
+        let back = try drainQueue(queue, settings: settings, expecting: 1)
         #expect(back.contains { $0.body == held[0].body }, "the unfinished delivery was acked")
         let completed = Set(held.dropFirst().map(\.body))
         #expect(Set(back.map(\.body)).union(completed) == bodies, "a delivery was lost")
@@ -55,23 +55,5 @@ struct CoalescedAckTests {
         let bodies = (0..<10).map { Data("m\($0)".utf8) }
         for body in bodies { try client.publishConfirmed(exchange: "", routingKey: queue, body: body) }
         return Set(bodies)
-    }
-
-    /// Every message in `queue` (acked), once at least `expecting` are ready (requeues land
-    /// shortly after a channel closes).
-    private func drain(_ queue: String, settings: AMQPSettings, expecting: Int) throws -> [Delivery] {
-        let client = try AMQPChannelClient(settings: settings)
-        defer { client.close() }
-        let deadline = ContinuousClock.now + .seconds(15)
-        while try client.messageCount(queue: queue) < UInt32(expecting) {
-            guard ContinuousClock.now < deadline else { throw DeadlineExceeded(what: "\(expecting) messages back in \(queue)") }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        var got: [Delivery] = []
-        while let message = try client.get(queue: queue) {
-            got.append(message)
-            try client.ack(message.deliveryTag, multiple: false)
-        }
-        return got
     }
 }

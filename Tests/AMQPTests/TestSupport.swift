@@ -55,3 +55,21 @@ func declareTestQueue(_ name: String, settings: AMQPSettings) throws {
     defer { client.close() }
     try client.declareQueue(name)
 }
+
+/// Every message in `queue` (acked), once at least `expecting` are ready (requeues land
+/// shortly after a channel closes).
+func drainQueue(_ queue: String, settings: AMQPSettings, expecting: Int) throws -> [Delivery] {
+    let client = try AMQPChannelClient(settings: settings)
+    defer { client.close() }
+    let deadline = ContinuousClock.now + .seconds(15)
+    while try client.messageCount(queue: queue) < UInt32(expecting) {
+        guard ContinuousClock.now < deadline else { throw DeadlineExceeded(what: "\(expecting) messages back in \(queue)") }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    var got: [Delivery] = []
+    while let message = try client.get(queue: queue) {
+        got.append(message)
+        try client.ack(message.deliveryTag, multiple: false)
+    }
+    return got
+}

@@ -22,10 +22,11 @@
 #   curl_floor      a libcurl multi client sending the same requests as the worker (100 streams);
 #   consumer_floor  the worker's broker work alone: consume the job queue, publish one result per
 #                   recipient to the results exchange, confirms read as a stream, acks `multiple`.
-# Then runs the floors and the real `push-connector worker` binary (default flags) one after
-# another on the same topology and prints msg/s, CPU per message (worker from /proc, broker =
-# the node's beam.smp from /proc), peak RSS and the ratios. The latency pair runs the project's
-# fcm-emulator at 0 ms and 100 ms. Holds /tmp/pc-cpu.lock while measuring: do not wrap it in flock.
+# Then runs the floors (each alone, then both at once) and the real `push-connector worker`
+# binary (default flags) one after another on the same topology and prints msg/s, CPU per message
+# (worker from /proc, broker = the node's beam.smp from /proc), peak RSS and the ratios. The
+# latency pair runs the project's fcm-emulator at 0 ms and 100 ms. Holds /tmp/pc-cpu.lock while
+# measuring: do not wrap it in flock.
 # shellcheck disable=SC2317  # cleanup runs from the EXIT trap
 set -euo pipefail
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -186,6 +187,25 @@ run_consumer_floor() { # $1 = label, $2 = jobs, $3 = recipients per job
   echo "   consumer_floor: $out"
 }
 
+# Both floors at once, sharing the two cores as the worker shares them with the broker and nginx:
+# what two C programs doing the worker's two halves reach together on this machine.
+run_floors_together() { # $1 = label, $2 = jobs, $3 = recipients per job
+  local t0 t1 curl_pid amqp_pid
+  jobs_file "$2" "$3" "$WORK/floor.jsonl" 0
+  publish "$WORK/floor.jsonl"
+  t0=$(now)
+  "$WORK/curl_floor" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/certs/ca.pem" ya29.e2e-bench-token \
+    "$WORK/body.json" "$(($2 * $3))" 100 >"$WORK/logs/together-curl.txt" &
+  curl_pid=$!
+  "$WORK/consumer_floor" 127.0.0.1 "$AMQP_PORT" guest guest / push.jobs push.results e2e-app.sent \
+    "$2" 250 "$RESULT_BYTES" "$3" >"$WORK/logs/together-amqp.txt" &
+  amqp_pid=$!
+  wait "$curl_pid" && wait "$amqp_pid"
+  t1=$(now)
+  FIG[$1.rate]=$(calc "round($2 * $3 / ($t1 - $t0))")
+  echo "   both floors at once: $(($2 * $3)) messages in $(calc "round($t1 - $t0, 2)") s; curl: $(cat "$WORK/logs/together-curl.txt"); consumer: $(cat "$WORK/logs/together-amqp.txt")"
+}
+
 run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $5 = service account; rest: worker flags
   local label=$1 jobs=$2 per=$3 url=$4 sa=$5
   shift 5
@@ -234,24 +254,29 @@ report_pair() { # $1 = floor label prefix, $2 = worker label, $3 = title
   printf '  %-42s %10s %12s %12s %9s\n' "" "msg/s" "CPU µs/msg" "broker µs/msg" "peak RSS"
   printf '  %-42s %10s %12s %12s %9s\n' "C libcurl multi client (100 streams)" "${FIG[$f-curl.rate]}" "${FIG[$f-curl.cpu]}" "-" "-"
   printf '  %-42s %10s %12s %12s %9s\n' "C consumer (broker work only)" "${FIG[$f-amqp.rate]}" "-" "${FIG[$f-amqp.broker]}" "-"
+  printf '  %-42s %10s %12s %12s %9s\n' "both C floors at once (sharing the cores)" "${FIG[$f-together.rate]}" "-" "-" "-"
   printf '  %-42s %10s %12s %12s %9s\n' "push-connector worker (defaults)" "${FIG[$w.rate]}" "${FIG[$w.cpu]}" "${FIG[$w.broker]}" "${FIG[$w.rss]} MiB"
   local floor_rate
   floor_rate=$(calc "min(${FIG[$f-curl.rate]}, ${FIG[$f-amqp.rate]})")
   printf '  ratios: worker CPU / curl CPU = %s (target <= 1.25); broker / C consumer = %s (target <= 1.1); msg/s / min(floors) = %s (target >= 0.8)\n' \
     "$(ratio "${FIG[$w.cpu]}" "${FIG[$f-curl.cpu]}")" "$(ratio "${FIG[$w.broker]}" "${FIG[$f-amqp.broker]}")" \
     "$(ratio "${FIG[$w.rate]}" "$floor_rate")"
+  printf '  msg/s / both floors at once = %s (the most two C programs doing its two halves reach here together)\n' \
+    "$(ratio "${FIG[$w.rate]}" "${FIG[$f-together.rate]}")"
 }
 
 if wants single; then
   echo "== $JOBS jobs x 1 recipient"
   run_curl_floor single-curl "$JOBS"
   run_consumer_floor single-amqp "$JOBS" 1
+  run_floors_together single-together "$JOBS" 1
   run_worker single "$JOBS" 1 "$FCM_URL" "$WORK/sa.json"
 fi
 if wants ten; then
   echo "== $((JOBS / 10)) jobs x 10 recipients"
   run_curl_floor ten-curl "$JOBS"
   run_consumer_floor ten-amqp "$((JOBS / 10))" 10
+  run_floors_together ten-together "$((JOBS / 10))" 10
   run_worker ten "$((JOBS / 10))" 10 "$FCM_URL" "$WORK/sa.json"
 fi
 if wants big; then

@@ -26,6 +26,9 @@ public struct WorkerCommand: Command {
             .value("--prefetch", "N", "unacked jobs per lane (default: --max-in-flight / --lanes, so that latency\n"
                    + "does not cap the sends in flight; a job holds its slot until its results are confirmed)",
                    .integer(1...65_535)),
+            .value("--prefetch-bytes", "N", "bytes of unacked jobs a lane aims to hold: its prefetch starts where jobs of\n"
+                   + "--max-job-bytes fit, then follows the jobs' size, up to --prefetch (0: a fixed --prefetch)",
+                   default: String(SendWorker.defaultPrefetchBytes), .integer(0...(1 << 30))),
             .value("--lanes", "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
             .value("--max-attempts", "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
             .value("--retry-base-delay", "S", "first backoff delay in seconds (doubles each attempt, ±20 % jitter)",

@@ -40,6 +40,8 @@ struct WorkerPlan {
             ?? SendWorker.defaultPrefetch(maxInFlight: fcm.transport.maxInFlight, lanes: worker.lanes)
         worker.shutdownDeadline = .seconds(a.integer("--shutdown-deadline"))
         maxJobBytes = a.integer("--max-job-bytes")
+        worker.prefetchBytes = a.integer("--prefetch-bytes")
+        worker.largestJob = maxJobBytes
         logLevel = CommonOptions.logLevel(a)
         logFormat = CommonOptions.logFormat(a)
         http = a.value("--http").flatMap(HostPort.init)
@@ -51,6 +53,11 @@ struct WorkerPlan {
         let refresh = a.integer("--quota-refresh")
         quotaRefresh = refresh > 0 ? .seconds(refresh) : nil
         fcm.rateLimit.minimumQuotaPause = .seconds(a.integer("--min-quota-pause"))
+    }
+
+    /// The prefetch as `--check` tells it.
+    var prefetchDescription: String {
+        worker.prefetchBytes > 0 ? "up to \(worker.prefetch), sized to \(worker.prefetchBytes) bytes of jobs" : "\(worker.prefetch)"
     }
 
     /// What `--check` prints: the options and their sources, the App IDs, what would run.
@@ -66,7 +73,7 @@ struct WorkerPlan {
         }
         lines.append("would: \(declareTopology ? "declare" : "verify") the topology (prefix \(topology.prefix), retry tiers "
             + topology.retryTiers.map { "\($0.delaySeconds)s" }.joined(separator: ",") + ") on \(settings.redactedURL),")
-        lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(worker.prefetch), send to \(fcm.baseURL) (\(fcm.transportKind.rawValue)),")
+        lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(prefetchDescription), send to \(fcm.baseURL) (\(fcm.transportKind.rawValue)),")
         lines.append("  " + (quotaRefresh.map { "share each project's quota with the job queue's other consumers (counted every \($0.components.seconds)s), "
             + "announce 429 pauses on \(topology.controlExchange)," } ?? "take each project's whole quota (--quota-refresh 0),")
             + " pause a project at least \(fcm.rateLimit.minimumQuotaPause.components.seconds)s after a 429,")

@@ -58,10 +58,14 @@ public final class WorkerMetrics: FCMExchangeObserver {
         lanes = r.gauge("push_connector_lanes", "consumer/publisher lane pairs configured").labels()
     }
 
-    /// Adds the gauges read from live state at each scrape: connected lanes and paused projects.
+    /// Adds the gauges read from live state at each scrape: connected lanes, their prefetch and
+    /// paused projects.
     public func observe(status: WorkerStatus, rateLimiter: ProjectRateLimiter?) {
         registry.gauge("push_connector_lanes_connected", "lanes consuming with their publisher connected") {
             [([], status.connectedLanes)]
+        }
+        registry.gauge("push_connector_prefetch", "unacked jobs the broker may push to this process now (sized to --prefetch-bytes)") {
+            [([], status.prefetch)]
         }
         registry.gauge("push_connector_projects_paused", "Firebase projects paused right now, by reason", labels: ["reason"]) {
             let paused = rateLimiter?.pausedProjects() ?? [:]

@@ -26,6 +26,12 @@ public final class SendWorker: Sendable {
         public var settings: AMQPSettings
         public var topology: Topology
         public var prefetch: UInt16 = 100
+        /// Bytes of unacked jobs a lane aims to hold: its prefetch follows them, up to `prefetch`
+        /// (`PrefetchSizer`); 0 keeps the prefetch fixed at `prefetch`.
+        public var prefetchBytes: Int = 0
+        /// The largest job body accepted (`--max-job-bytes`): the sized prefetch starts where
+        /// even jobs this large fit `prefetchBytes`.
+        public var largestJob: Int = JobProcessor.defaultMaxJobBytes
         public var lanes: Int = 1
         public var shutdownDeadline: Duration = .seconds(30)
         public var reconnectBackoff = Backoff(initial: .milliseconds(200), max: .seconds(30))
@@ -46,6 +52,17 @@ public final class SendWorker: Sendable {
     public static func defaultPrefetch(maxInFlight: Int, lanes: Int) -> UInt16 {
         let lanes = max(1, lanes)
         return UInt16(clamping: max(1, (maxInFlight + lanes - 1) / lanes))
+    }
+
+    /// Bytes of unacked jobs a lane aims to hold when `--prefetch-bytes` is not given: 8 MiB, a
+    /// full window of one-recipient jobs (~0.5 KB each), ~45 jobs of a thousand recipients.
+    public static let defaultPrefetchBytes = 8 << 20
+
+    /// How a lane sizes its prefetch; nil: fixed at `configuration.prefetch`.
+    var sizing: PrefetchSizer? {
+        guard configuration.prefetchBytes > 0 else { return nil }
+        return PrefetchSizer(budgetBytes: configuration.prefetchBytes, maxPrefetch: configuration.prefetch,
+                             largestDelivery: configuration.largestJob)
     }
 
     public let configuration: Configuration
@@ -94,9 +111,11 @@ public final class SendWorker: Sendable {
             counters.connectAttempts.add(1, ordering: .relaxed)
             try await outbound.connected()
             let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.topology.jobsQueue,
-                                                        prefetch: configuration.prefetch, coalescingAcks: true)
+                                                        prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing)
             log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
-                                   "prefetch": "\(configuration.prefetch)"])
+                                   "prefetch": sizing.map { "\($0.initial) up to \($0.maxPrefetch), sized to \($0.budgetBytes) bytes" }
+                                       ?? "\(configuration.prefetch)"])
+            status.lane(lane, prefetch: { consumer.prefetch })
             status.lane(lane, consuming: true)
             let error = await consume(consumer, outbound, lifecycle: lifecycle, log: log)
             status.lane(lane, consuming: false)

@@ -1,11 +1,13 @@
 import Synchronization
 
 /// What each lane of a running worker is doing, for `/readyz`, `/healthz` and the
-/// `lanes_connected` gauge: whether its consumer is consuming and its publisher connected.
+/// `lanes_connected` and `prefetch` gauges: whether its consumer is consuming, with which
+/// prefetch, and whether its publisher is connected.
 public final class WorkerStatus: Sendable {
     private struct Lane {
         var consuming = false
         var publisherConnected: @Sendable () -> Bool = { false }
+        var prefetch: @Sendable () -> Int = { 0 }
     }
 
     private struct State {
@@ -32,12 +34,19 @@ public final class WorkerStatus: Sendable {
         state.withLock { $0.lanes[lane, default: Lane()].publisherConnected = publisherConnected }
     }
 
+    func lane(_ lane: Int, prefetch: @escaping @Sendable () -> UInt16) {
+        state.withLock { $0.lanes[lane, default: Lane()].prefetch = { Int(prefetch()) } }
+    }
+
     func lane(_ lane: Int, consuming: Bool) { state.withLock { $0.lanes[lane, default: Lane()].consuming = consuming } }
 
     private var lanes: [(Int, Lane)] { state.withLock { $0.lanes.sorted { $0.key < $1.key } } }
 
     /// Lanes consuming whose publisher is connected right now.
     public var connectedLanes: Int { lanes.count { $0.1.consuming && $0.1.publisherConnected() } }
+
+    /// The prefetch of the lanes consuming right now, summed: how many jobs the broker may push.
+    public var prefetch: Int { lanes.reduce(0) { $0 + ($1.1.consuming ? $1.1.prefetch() : 0) } }
 
     /// Lanes consuming right now (each is one consumer of the job queue).
     public var consumingLanes: Int { lanes.count { $0.1.consuming } }

@@ -1,0 +1,158 @@
+import AMQP
+import BrokerHarness
+import Foundation
+import Testing
+
+/// A consumer whose prefetch is sized to a byte budget (`AMQPConsumer.start(sizing:)`), against
+/// the real broker: large deliveries never pile up past the budget, small ones let the window
+/// grow, and re-consuming on the way loses and repeats nothing.
+@Suite("Sized prefetch", .timeLimit(.minutes(2)))
+struct SizedPrefetchTests {
+    @Test func largeDeliveriesStopAtTheBudgetFromTheFirstOne() async throws {
+        let (broker, settings, queue) = try await freshQueue("sized-large")
+        defer { try? broker.deleteVhost(settings.vhost) }
+        let bodies = try publish(30, bytes: 16 << 10, to: queue, settings: settings)
+        let sizing = PrefetchSizer(budgetBytes: 64 << 10, maxPrefetch: 100, largestDelivery: 16 << 10)
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 100, sizing: sizing)
+        #expect(consumer.prefetch == 4)
+
+        let held = try await take(4, from: consumer)
+        try await expectReady(26, in: queue, settings: settings, holding: "four 16 KiB deliveries fill a 64 KiB budget")
+        for delivery in held { consumer.complete(delivery.deliveryTag) }
+        let rest = try await takeCompleting(26, from: consumer)
+        await consumer.close()
+
+        #expect(Set((held + rest).map(\.body)) == bodies && held.count + rest.count == 30)
+        try await expectReady(0, in: queue, settings: settings, holding: "everything was acked")
+    }
+
+    @Test func smallDeliveriesLetTheWindowGrowToItsMaximum() async throws {
+        let (broker, settings, queue) = try await freshQueue("sized-small")
+        defer { try? broker.deleteVhost(settings.vhost) }
+        let bodies = try publish(300, bytes: 100, to: queue, settings: settings)
+        let sizing = PrefetchSizer(budgetBytes: 1 << 20, maxPrefetch: 64, largestDelivery: 64 << 10)
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 64, sizing: sizing)
+        var seen: [Delivery] = []
+        var steps: [UInt16] = [consumer.prefetch]
+        while consumer.prefetch < 64 {
+            let before = consumer.prefetch
+            let window = try await take(Int(before), from: consumer)  // held, not completed: a full window
+            try await waitUntil("the prefetch grows past \(before)") { consumer.prefetch > before }
+            for delivery in window { consumer.complete(delivery.deliveryTag) }
+            seen += window
+            steps.append(consumer.prefetch)
+        }
+        seen += try await takeCompleting(300 - seen.count, from: consumer)
+        await consumer.close()
+
+        #expect(steps.first == 16 && steps.last == 64 && steps == steps.sorted(), "\(steps)")
+        #expect(Set(seen.map(\.body)) == bodies && seen.count == 300, "a delivery was lost or repeated across re-consumes")
+        try await expectReady(0, in: queue, settings: settings, holding: "everything was acked")
+    }
+
+    @Test func overTheBudgetTheConsumerShrinksAndWaitsForRoom() async throws {
+        let (broker, settings, queue) = try await freshQueue("sized-shrink")
+        defer { try? broker.deleteVhost(settings.vhost) }
+        var bodies = try publish(64, bytes: 100, to: queue, settings: settings)
+        bodies.formUnion(try publish(20, bytes: 32 << 10, to: queue, settings: settings, tag: "large"))
+        let sizing = PrefetchSizer(budgetBytes: 128 << 10, maxPrefetch: 64, largestDelivery: 1 << 10)
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 64, sizing: sizing)
+        #expect(consumer.prefetch == 64)
+
+        let small = try await take(64, from: consumer)
+        for delivery in small { consumer.complete(delivery.deliveryTag) }
+        let large = try await take(20, from: consumer)  // 640 KiB held: five times the budget
+        try await waitUntil("the consumer cancels and waits for room") { consumer.prefetch == 0 }
+        bodies.formUnion(try publish(10, bytes: 32 << 10, to: queue, settings: settings, tag: "later"))
+        try await expectReady(10, in: queue, settings: settings, holding: "a waiting consumer takes nothing")
+
+        // Half the budget (64 KiB) holds two; it consumes again once 64 KiB are held at most.
+        for delivery in large.prefix(17) { consumer.complete(delivery.deliveryTag) }
+        try await expectReady(10, in: queue, settings: settings, holding: "96 KiB held leave no room for two more")
+        consumer.complete(large[17].deliveryTag)
+        try await waitUntil("the consumer consumes again with a prefetch of 2") { consumer.prefetch == 2 }
+        for delivery in large.suffix(2) { consumer.complete(delivery.deliveryTag) }
+        let later = try await takeCompleting(10, from: consumer)
+        await consumer.close()
+
+        let all = small + large + later
+        #expect(Set(all.map(\.body)) == bodies && all.count == 94, "a delivery was lost or repeated across re-consumes")
+        try await expectReady(0, in: queue, settings: settings, holding: "everything was acked")
+    }
+
+    @Test func cancellingAWaitingConsumerEndsItsStreamAndLosesNothing() async throws {
+        let (broker, settings, queue) = try await freshQueue("sized-cancel")
+        defer { try? broker.deleteVhost(settings.vhost) }
+        let first = try publish(4, bytes: 64 << 10, to: queue, settings: settings)
+        let sizing = PrefetchSizer(budgetBytes: 128 << 10, maxPrefetch: 64, largestDelivery: 16 << 10)
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 64, sizing: sizing)
+        let held = try await take(4, from: consumer)  // 256 KiB: twice the budget
+        try await waitUntil("the consumer cancels and waits for room") { consumer.prefetch == 0 }
+        let later = try publish(3, bytes: 100, to: queue, settings: settings, tag: "later")
+
+        consumer.cancel()
+        try await withDeadline(15, "the stream ends after cancel") { for try await _ in consumer.deliveries {} }
+        for delivery in held.prefix(2) { consumer.complete(delivery.deliveryTag) }
+        await consumer.close()
+
+        #expect(Set(held.map(\.body)) == first)
+        let back = try drainQueue(queue, settings: settings, expecting: 5).map(\.body)
+        #expect(Set(back) == Set(held.suffix(2).map(\.body)).union(later), "the uncompleted ones come back, the rest stay queued")
+    }
+
+    // MARK: helpers
+
+    /// A vhost of its own (delete it after the test) with a queue `name` in it.
+    private func freshQueue(_ name: String) async throws -> (TestBroker, AMQPSettings, String) {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.makeVhost()
+        try declareTestQueue(name, settings: settings)
+        return (broker, settings, name)
+    }
+
+    private func publish(_ count: Int, bytes: Int, to queue: String, settings: AMQPSettings,
+                         tag: String = "m") throws -> Set<Data> {
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        var bodies = Set<Data>()
+        for i in 0..<count {
+            var body = Data("\(tag)\(i):".utf8)
+            body.append(Data(repeating: UInt8(ascii: "x"), count: max(0, bytes - body.count)))
+            try client.publishConfirmed(exchange: "", routingKey: queue, body: body)
+            bodies.insert(body)
+        }
+        return bodies
+    }
+
+    /// Takes `count` deliveries, completing each as it comes.
+    private func takeCompleting(_ count: Int, from consumer: AMQPConsumer) async throws -> [Delivery] {
+        try await withDeadline(30, "waiting for \(count) deliveries") {
+            var taken: [Delivery] = []
+            guard count > 0 else { return taken }
+            for try await delivery in consumer.deliveries {
+                consumer.complete(delivery.deliveryTag)
+                taken.append(delivery)
+                if taken.count == count { break }
+            }
+            return taken
+        }
+    }
+
+    /// Fails unless `queue` has exactly `ready` messages ready, checked over 0.5 s (the broker
+    /// would have pushed more by then).
+    private func expectReady(_ ready: UInt32, in queue: String, settings: AMQPSettings, holding why: String) async throws {
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        try await Task.sleep(for: .milliseconds(500))
+        let count = try client.messageCount(queue: queue)
+        #expect(count == ready, "\(why): \(count) ready, expected \(ready)")
+    }
+
+    private func waitUntil(_ what: String, _ condition: @escaping @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw DeadlineExceeded(what: what) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
