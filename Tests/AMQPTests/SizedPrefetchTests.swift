@@ -26,8 +26,11 @@ struct SizedPrefetchTests {
         try await expectReady(0, in: queue, settings: settings, holding: "everything was acked")
     }
 
-    @Test func smallDeliveriesLetTheWindowGrowToItsMaximum() async throws {
-        let (broker, settings, queue) = try await freshQueue("sized-small")
+    /// A quorum queue (the job queue is one) keeps a cancelled consumer's unacked deliveries
+    /// checked out to the channel, as a classic queue does: re-consuming returns none of them.
+    @Test(arguments: [false, true])
+    func smallDeliveriesLetTheWindowGrowToItsMaximum(quorum: Bool) async throws {
+        let (broker, settings, queue) = try await freshQueue("sized-small", quorum: quorum)
         defer { try? broker.deleteVhost(settings.vhost) }
         let bodies = try publish(300, bytes: 100, to: queue, settings: settings)
         let sizing = PrefetchSizer(budgetBytes: 1 << 20, maxPrefetch: 64, largestDelivery: 64 << 10)
@@ -50,8 +53,9 @@ struct SizedPrefetchTests {
         try await expectReady(0, in: queue, settings: settings, holding: "everything was acked")
     }
 
-    @Test func overTheBudgetTheConsumerShrinksAndWaitsForRoom() async throws {
-        let (broker, settings, queue) = try await freshQueue("sized-shrink")
+    @Test(arguments: [false, true])
+    func overTheBudgetTheConsumerShrinksAndWaitsForRoom(quorum: Bool) async throws {
+        let (broker, settings, queue) = try await freshQueue("sized-shrink", quorum: quorum)
         defer { try? broker.deleteVhost(settings.vhost) }
         var bodies = try publish(64, bytes: 100, to: queue, settings: settings)
         bodies.formUnion(try publish(20, bytes: 32 << 10, to: queue, settings: settings, tag: "large"))
@@ -102,11 +106,13 @@ struct SizedPrefetchTests {
 
     // MARK: helpers
 
-    /// A vhost of its own (delete it after the test) with a queue `name` in it.
-    private func freshQueue(_ name: String) async throws -> (TestBroker, AMQPSettings, String) {
+    /// A vhost of its own (delete it after the test) with a classic or quorum queue `name` in it.
+    private func freshQueue(_ name: String, quorum: Bool = false) async throws -> (TestBroker, AMQPSettings, String) {
         let broker = try await TestBroker.shared()
         let settings = try broker.makeVhost()
-        try declareTestQueue(name, settings: settings)
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        _ = try client.declareQueue(name, arguments: quorum ? ["x-queue-type": "quorum"] : [:])
         return (broker, settings, name)
     }
 
