@@ -120,7 +120,8 @@ func whileTheBrokerIsStopped(_ f: PipelineFixture, _ body: () async throws -> Vo
 
     @Test func theWorkerBinaryWritesJSONLinesThatCarryTheJobAndServesItsEndpoints() async throws {
         let f = try await PipelineFixture()
-        let worker = try WorkerProcess(f, ["--log-format", "json", "--log-level", "debug", "--http", "127.0.0.1:0"])
+        let worker = try WorkerProcess(f, ["--log-format", "json", "--log-level", "debug", "--http", "127.0.0.1:0",
+                                            "--prefetch-bytes", "\(SendWorker.suggestedPrefetchBytes)"])
         let starting = try JSONValue.parse(Array(try await waitForLog(worker.logPath, "worker starting").utf8))
         let base = "http://" + (try #require(starting["http"]?.stringValue))
         try await waitForHTTP(base + "/readyz", status: 200)
@@ -135,7 +136,7 @@ func whileTheBrokerIsStopped(_ f: PipelineFixture, _ body: () async throws -> Vo
         #expect(metrics.value("push_connector_results_total", ["app_id": "shop-android", "outcome": "sent"]) == 1)
         #expect(metrics.value("push_connector_config_reloads_total", ["result": "ok"]) == 1)
         #expect(metrics.value("push_connector_config_reloads_total", ["result": "error"]) == 0)
-        // --prefetch-bytes (8 MiB) holds eight jobs of --max-job-bytes (1 MiB): where the sized
+        // --prefetch-bytes 8 MiB holds eight jobs of --max-job-bytes (1 MiB): where the sized
         // prefetch starts, and stays while two small jobs never fill half of it.
         #expect(metrics.value("push_connector_prefetch") == 8)
         #expect(try await worker.terminate(within: .seconds(30)) == 0)

@@ -23,12 +23,13 @@ public struct WorkerCommand: Command {
             .value("--config-poll", "S", "look for a changed App ID or credentials file every S seconds (0: only on SIGHUP)",
                    default: "5", .integer(0...3600)),
         ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + CommonOptions.resultsRetentionOptions + [
-            .value("--prefetch", "N", "unacked jobs per lane (default: --max-in-flight / --lanes, so that latency\n"
+            .value("--prefetch", "N", "unacked jobs per lane at most (default: --max-in-flight / --lanes, so that latency\n"
                    + "does not cap the sends in flight; a job holds its slot until its results are confirmed)",
                    .integer(1...65_535)),
             .value("--prefetch-bytes", "N", "bytes of unacked jobs a lane aims to hold: its prefetch starts where jobs of\n"
-                   + "--max-job-bytes fit, then follows the jobs' size, up to --prefetch (0: a fixed --prefetch)",
-                   default: String(SendWorker.defaultPrefetchBytes), .integer(0...(1 << 30))),
+                   + "--max-job-bytes fit, then follows the jobs' size, up to --prefetch (0, the default: a fixed\n"
+                   + "--prefetch; \(SendWorker.suggestedPrefetchBytes) suits queues of large jobs)",
+                   default: "0", .integer(0...(1 << 30))),
             .value("--lanes", "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
             .value("--max-attempts", "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
             .value("--retry-base-delay", "S", "first backoff delay in seconds (doubles each attempt, ±20 % jitter)",

@@ -54,9 +54,10 @@ public final class SendWorker: Sendable {
         return UInt16(clamping: max(1, (maxInFlight + lanes - 1) / lanes))
     }
 
-    /// Bytes of unacked jobs a lane aims to hold when `--prefetch-bytes` is not given: 8 MiB, a
-    /// full window of one-recipient jobs (~0.5 KB each), ~45 jobs of a thousand recipients.
-    public static let defaultPrefetchBytes = 8 << 20
+    /// The `--prefetch-bytes` suggested for queues of large jobs (off by default, see
+    /// docs/operations.md): 8 MiB, room for a full window of one-recipient jobs (~0.5 KB each)
+    /// and for ~45 jobs of a thousand recipients (~180 KB each).
+    public static let suggestedPrefetchBytes = 8 << 20
 
     /// How a lane sizes its prefetch; nil: fixed at `configuration.prefetch`.
     var sizing: PrefetchSizer? {
