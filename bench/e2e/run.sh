@@ -165,10 +165,18 @@ results_done() { # $1 = metrics port: the sum of push_connector_results_total
   echo "$results"
 }
 
+curl_floor() { # $1 = requests: the C libcurl client against nginx, 100 streams
+  "$WORK/curl_floor" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/certs/ca.pem" ya29.e2e-bench-token \
+    "$WORK/body.json" "$1" 100
+}
+consumer_floor() { # $1 = jobs, $2 = recipients per job: the C consumer on the job queue, prefetch 250
+  "$WORK/consumer_floor" 127.0.0.1 "$AMQP_PORT" guest guest / push.jobs push.results e2e-app.sent \
+    "$1" 250 "$RESULT_BYTES" "$2"
+}
+
 run_curl_floor() { # $1 = label, $2 = requests
   local out
-  out=$("$WORK/curl_floor" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/certs/ca.pem" ya29.e2e-bench-token \
-        "$WORK/body.json" "$2" 100)
+  out=$(curl_floor "$2")
   FIG[$1.rate]=$(echo "$out" | awk -F'[= ]' '{ printf "%.0f", $2 / $6 }')
   FIG[$1.cpu]=$(echo "$out" | awk -F'[= ]' '{ printf "%.1f", $8 / $2 * 1e6 }')
   echo "   curl_floor: $out"
@@ -179,8 +187,7 @@ run_consumer_floor() { # $1 = label, $2 = jobs, $3 = recipients per job
   jobs_file "$2" "$3" "$WORK/floor.jsonl" 0
   publish "$WORK/floor.jsonl"
   b0=$(cpu_of "$BEAM")
-  out=$("$WORK/consumer_floor" 127.0.0.1 "$AMQP_PORT" guest guest / push.jobs push.results e2e-app.sent \
-        "$2" 250 "$RESULT_BYTES" "$3")
+  out=$(consumer_floor "$2" "$3")
   b1=$(cpu_of "$BEAM")
   FIG[$1.rate]=$(echo "$out" | awk -v per="$3" -F'[= ]' '{ printf "%.0f", $2 * per / $8 }')
   FIG[$1.broker]=$(calc "round(($b1 - $b0) / ($2 * $3) * 1e6, 1)")
@@ -194,13 +201,12 @@ run_floors_together() { # $1 = label, $2 = jobs, $3 = recipients per job
   jobs_file "$2" "$3" "$WORK/floor.jsonl" 0
   publish "$WORK/floor.jsonl"
   t0=$(now)
-  "$WORK/curl_floor" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/certs/ca.pem" ya29.e2e-bench-token \
-    "$WORK/body.json" "$(($2 * $3))" 100 >"$WORK/logs/together-curl.txt" &
+  curl_floor "$(($2 * $3))" >"$WORK/logs/together-curl.txt" &
   curl_pid=$!
-  "$WORK/consumer_floor" 127.0.0.1 "$AMQP_PORT" guest guest / push.jobs push.results e2e-app.sent \
-    "$2" 250 "$RESULT_BYTES" "$3" >"$WORK/logs/together-amqp.txt" &
+  consumer_floor "$2" "$3" >"$WORK/logs/together-amqp.txt" &
   amqp_pid=$!
-  wait "$curl_pid" && wait "$amqp_pid"
+  wait "$curl_pid"  # two commands: set -e stops the run when either floor failed
+  wait "$amqp_pid"
   t1=$(now)
   FIG[$1.rate]=$(calc "round($2 * $3 / ($t1 - $t0))")
   echo "   both floors at once: $(($2 * $3)) messages in $(calc "round($t1 - $t0, 2)") s; curl: $(cat "$WORK/logs/together-curl.txt"); consumer: $(cat "$WORK/logs/together-amqp.txt")"

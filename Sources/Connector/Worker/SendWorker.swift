@@ -60,7 +60,7 @@ public final class SendWorker: Sendable {
     public static let suggestedPrefetchBytes = 8 << 20
 
     /// How a lane sizes its prefetch; nil: fixed at `configuration.prefetch`.
-    var sizing: PrefetchSizer? {
+    private var sizing: PrefetchSizer? {
         guard configuration.prefetchBytes > 0 else { return nil }
         return PrefetchSizer(budgetBytes: configuration.prefetchBytes, maxPrefetch: configuration.prefetch,
                              largestDelivery: configuration.largestJob)
@@ -106,6 +106,7 @@ public final class SendWorker: Sendable {
                                          backoff: configuration.republishBackoff, counters: counters, metrics: metrics, log: log)
         status.lane(lane, publisherConnected: { outbound.isConnected })
         let lifecycle = ConnectionLifecycle(backoff: configuration.reconnectBackoff, shutdown: shutdown)
+        let sizing = self.sizing
         // A session fails (and backs off) only when it cannot connect; a lost consumer connection
         // reconnects at once.
         await lifecycle.run({
