@@ -10,6 +10,8 @@ final class EmulatorService: Sendable {
     private let flakyFailures = Mutex([String: Int]())
     private let quotaWindows = Mutex([String: (minute: UInt64, count: Int)]())
     private let messageCounter = Atomic<UInt64>(0)
+    /// What `/token` answers instead of a token while set (tests of token endpoint outages).
+    let tokenFault = Mutex<TokenEndpointFault?>(nil)
     private let idPrefix: String
 
     init(configuration: EmulatorConfiguration, accounts: [ServiceAccountKey]) {
@@ -129,6 +131,10 @@ final class EmulatorService: Sendable {
     // MARK: /token and inspection
 
     private func token(_ request: HTTPRequest) -> HTTPResponse {
+        if let fault = tokenFault.withLock({ $0 }) {
+            store.countTokenFault()
+            return fault.response
+        }
         do {
             let body = try oauth.exchange(formBody: request.body)
             store.countToken(issued: true)

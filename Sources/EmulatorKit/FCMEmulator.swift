@@ -101,6 +101,9 @@ public final class FCMEmulator: Sendable {
         }
     }
 
+    /// Fault: `/token` answers `fault` instead of a token until set back to nil.
+    public func setTokenEndpointFault(_ fault: TokenEndpointFault?) { service.tokenFault.withLock { $0 = fault } }
+
     /// Fault: every access token issued so far stops working now (senders get 401).
     public func expireAccessTokens() { service.oauth.expireAll() }
 }

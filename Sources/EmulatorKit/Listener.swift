@@ -21,6 +21,7 @@ final class Listener: LoopHandler {
         for _ in 0..<64 {
             let client = accept(fd, nil, nil)
             guard client >= 0 else { return }
+            service.store.countConnection()
             setNonBlocking(client)
             var one: Int32 = 1
             setsockopt(client, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))

@@ -19,6 +19,10 @@ public struct EmulatorStats: Sendable, Equatable {
     /// Access tokens issued and assertions refused by `/token`.
     public var tokensIssued = 0
     public var tokensRefused = 0
+    /// Token requests answered with a fault set by `FCMEmulator.setTokenEndpointFault`.
+    public var tokenFaultsServed = 0
+    /// Client connections accepted (TCP; TLS handshakes included whether they succeed or not).
+    public var connectionsAccepted = 0
 
     /// The count of `outcome` in `project`, or across all projects when `project` is nil.
     public func count(_ outcome: String, project: String? = nil) -> Int {
@@ -33,7 +37,7 @@ public struct EmulatorStats: Sendable, Equatable {
         var totals: [String: Int] = [:]
         for c in byProject.values { for (k, v) in c { totals[k, default: 0] += v } }
         let projects = byProject.sorted(by: { $0.key < $1.key }).map { "\(JSONValue.quoted($0.key)):\(counts($0.value))" }
-        return "{\"projects\":{\(projects.joined(separator: ","))},\"totals\":\(counts(totals)),\"tokens_issued\":\(tokensIssued),\"tokens_refused\":\(tokensRefused)}"
+        return "{\"projects\":{\(projects.joined(separator: ","))},\"totals\":\(counts(totals)),\"tokens_issued\":\(tokensIssued),\"tokens_refused\":\(tokensRefused),\"connections_accepted\":\(connectionsAccepted)}"
     }
 }
 
@@ -63,6 +67,10 @@ final class RecordStore: Sendable {
     func count(project: String, outcome: String) {
         state.withLock { $0.stats.byProject[project, default: [:]][outcome, default: 0] += 1 }
     }
+
+    func countTokenFault() { state.withLock { $0.stats.tokenFaultsServed += 1 } }
+
+    func countConnection() { state.withLock { $0.stats.connectionsAccepted += 1 } }
 
     func countToken(issued: Bool) {
         state.withLock { if issued { $0.stats.tokensIssued += 1 } else { $0.stats.tokensRefused += 1 } }

@@ -19,7 +19,7 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDe
 
     /// Parses a token endpoint answer `{access_token, expires_in, token_type}` received at `now`.
     /// `minimumLifetime` floors `expires_in` (see `defaultMinimumLifetime`).
-    static func parse(httpStatus: Int, body: [UInt8], now: Date,
+    static func parse(httpStatus: Int, body: [UInt8], now: Date, retryAfter: String? = nil,
                       minimumLifetime: TimeInterval = defaultMinimumLifetime) throws(OAuthError) -> AccessToken {
         let json = try? JSONValue.parse(body)
         guard (200..<300).contains(httpStatus) else {
@@ -27,7 +27,7 @@ public struct AccessToken: Sendable, Hashable, CustomStringConvertible, CustomDe
                 let error = json?["error"]?.stringValue ?? "HTTP \(httpStatus)"
                 throw .refused(httpStatus: httpStatus, error: String(error.prefix(100)))
             }
-            throw .endpointFailed(httpStatus: httpStatus)
+            throw .endpointFailed(httpStatus: httpStatus, retryAfter: retryAfter.flatMap { RetryAfter.parse($0) })
         }
         guard let json, let value = json["access_token"]?.stringValue, !value.isEmpty else {
             throw .malformedResponse(httpStatus: httpStatus)

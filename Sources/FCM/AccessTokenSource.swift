@@ -14,6 +14,8 @@ public actor AccessTokenSource {
     private let refreshMargin: TimeInterval
     private let minimumLifetime: TimeInterval
     private let now: @Sendable () -> Date
+    /// Told how each token request ended (metrics, logs).
+    private let observer: (any FCMExchangeObserver)?
     private var entries: [String: Entry] = [:]
     /// Each account's current token and when it is refreshed: `refreshMargin` before expiry, or
     /// half-way through its lifetime when that is shorter (so a short-lived token is still
@@ -28,8 +30,9 @@ public actor AccessTokenSource {
     ///   - now: wall clock, injectable for tests.
     public init(transport: any HTTPTransport, refreshMargin: Duration = .seconds(300),
                 minimumLifetime: Duration = .seconds(Int64(AccessToken.defaultMinimumLifetime)),
-                now: @escaping @Sendable () -> Date = { Date() }) {
+                now: @escaping @Sendable () -> Date = { Date() }, observer: (any FCMExchangeObserver)? = nil) {
         self.transport = transport
+        self.observer = observer
         self.refreshMargin = Self.seconds(refreshMargin)
         self.minimumLifetime = Self.seconds(minimumLifetime)
         self.now = now
@@ -67,8 +70,17 @@ public actor AccessTokenSource {
             let transport = self.transport
             let now = self.now
             let minimumLifetime = self.minimumLifetime
+            let observer = self.observer
             refresh = Task {
-                try await Self.fetch(account: account, signer: signer, transport: transport, minimumLifetime: minimumLifetime, now: now)
+                do {
+                    let token = try await Self.fetch(account: account, signer: signer, transport: transport,
+                                                     minimumLifetime: minimumLifetime, now: now)
+                    observer?.tokenFetchFinished(status: 200, cause: "ok")
+                    return token
+                } catch let error as OAuthError {
+                    observer?.tokenFetchFinished(status: error.httpStatus, cause: error.cause)
+                    throw error
+                }
             }
             entry.refresh = refresh
             entries[key] = entry
@@ -113,7 +125,8 @@ public actor AccessTokenSource {
         case .failure(let error):
             throw OAuthError.transport(error.code)
         case .success(let response):
-            return try AccessToken.parse(httpStatus: response.status, body: response.body, now: now(), minimumLifetime: minimumLifetime)
+            return try AccessToken.parse(httpStatus: response.status, body: response.body, now: now(), retryAfter: response.retryAfter,
+                                         minimumLifetime: minimumLifetime)
         }
     }
 }

@@ -74,7 +74,7 @@ public final class FCMClient: Sendable {
         self.transport = transport
         ownedShutdowns = owned
         tokens = AccessTokenSource(transport: tokenTransport, refreshMargin: configuration.tokenRefreshMargin,
-                                   minimumLifetime: configuration.minimumTokenLifetime)
+                                   minimumLifetime: configuration.minimumTokenLifetime, observer: configuration.observer)
         rateLimiter = ProjectRateLimiter(configuration: configuration.rateLimit)
     }
 
@@ -176,7 +176,7 @@ public final class FCMClient: Sendable {
                 do {
                     token = try await tokens.token(for: exchange.credentials)
                 } catch {
-                    return pausingOnConfigurationFailure(Self.outcome(for: error), projectID: exchange.projectID)
+                    return deferring(after: error, projectID: exchange.projectID)
                 }
             }
             configuration.observer?.exchangeStarted()
@@ -201,6 +201,11 @@ public final class FCMClient: Sendable {
             if exchange.resendsLeft > 0, error.kind == .connectionLost || error.kind == .connectFailed {
                 exchange.resendsLeft -= 1
                 return .again
+            }
+            if error.kind == .tls {
+                // Every send of the project would fail the same way until the setup is fixed.
+                let failure = FCMFailure(code: error.code, httpStatus: nil, message: error.message)
+                return .done(deferring(failure, reason: .tls, projectID: exchange.projectID))
             }
             return .done(Self.outcome(for: error))
         case .success(let response):
@@ -227,8 +232,39 @@ public final class FCMClient: Sendable {
 
     /// The outcome of a send held back because `projectID` is paused or over its rate.
     private static func paused(_ projectID: String, retryAfter delay: Duration) -> FCMOutcome {
-        .retryable(FCMFailure(code: projectPausedCode, httpStatus: nil, message: "project \(projectID) is paused or over its send quota"),
-                   retryAfter: delay)
+        .deferred(FCMFailure(code: projectPausedCode, httpStatus: nil, message: "project \(projectID) is paused or over its send quota"),
+                  retryAfter: delay)
+    }
+
+    /// A token the send could not get: the project pauses (a refusal as `auth`, an outage as
+    /// `token` for at least its Retry-After, an untrusted endpoint as `tls`) and the send waits.
+    /// Token refusals are not verdicts on the message, so they never dead-letter it at once:
+    /// it waits in the retry tiers, without using an attempt, until the setup is fixed or
+    /// `--max-age` runs out.
+    private func deferring(after error: OAuthError, projectID: String) -> FCMOutcome {
+        let failure: FCMFailure
+        let reason: ProjectRateLimiter.PauseReason
+        switch error.disposition {
+        case .credentials:
+            (failure, reason) = (FCMFailure(code: "OAUTH_REFUSED", httpStatus: error.httpStatus, message: error.description), .auth)
+        case .transient:
+            (failure, reason) = (FCMFailure(code: "OAUTH_UNAVAILABLE", httpStatus: error.httpStatus, message: error.description), .token)
+        case .configuration:
+            (failure, reason) = (FCMFailure(code: "OAUTH_TLS", httpStatus: nil, message: error.description), .tls)
+        }
+        let length = error.retryAfter.map { max($0, configuration.rateLimit.tokenOutagePause) }
+        return deferring(failure, reason: reason, projectID: projectID, for: length)
+    }
+
+    /// Pauses `projectID` for a fault of the setup (telling the observer when the pause starts)
+    /// and defers the send that met it until the pause ends.
+    private func deferring(_ failure: FCMFailure, reason: ProjectRateLimiter.PauseReason, projectID: String,
+                           for length: Duration? = nil) -> FCMOutcome {
+        if rateLimiter.recordSetupFault(project: projectID, reason: reason, for: length) {
+            configuration.observer?.projectPaused(projectID, reason: reason, cause: failure,
+                                                  for: rateLimiter.pauseRemaining(project: projectID))
+        }
+        return .deferred(failure, retryAfter: rateLimiter.pauseRemaining(project: projectID))
     }
 
     private func sendURL(_ projectID: String) -> String {
@@ -243,13 +279,15 @@ public final class FCMClient: Sendable {
     /// Pauses the project when every further send of it would fail the same way: our
     /// credentials refused, or a non-FCM answer (wrong URL, proxy page).
     private func pausingOnConfigurationFailure(_ outcome: FCMOutcome, projectID: String) -> FCMOutcome {
+        let reason: ProjectRateLimiter.PauseReason
         switch outcome {
-        case .authFailed:
-            rateLimiter.recordConfigurationFailure(project: projectID, reason: .auth)
-        case .configurationFailed(let failure) where failure.code == FCMResponseDecoder.unexpectedResponseCode:
-            rateLimiter.recordConfigurationFailure(project: projectID, reason: .config)
-        default:
-            break
+        case .authFailed: reason = .auth
+        case .configurationFailed(let failure) where failure.code == FCMResponseDecoder.unexpectedResponseCode: reason = .config
+        default: return outcome
+        }
+        if rateLimiter.recordSetupFault(project: projectID, reason: reason), let failure = outcome.failure {
+            configuration.observer?.projectPaused(projectID, reason: reason, cause: failure,
+                                                  for: rateLimiter.pauseRemaining(project: projectID))
         }
         return outcome
     }
@@ -259,18 +297,6 @@ public final class FCMClient: Sendable {
         switch error.kind {
         case .tls: return .configurationFailed(failure)
         default: return .retryable(failure, retryAfter: nil)
-        }
-    }
-
-    static func outcome(for error: OAuthError) -> FCMOutcome {
-        switch error.disposition {
-        case .credentials:
-            return .authFailed(FCMFailure(code: "OAUTH_REFUSED", httpStatus: error.httpStatus, message: error.description))
-        case .transient:
-            return .retryable(FCMFailure(code: "OAUTH_UNAVAILABLE", httpStatus: error.httpStatus, message: error.description),
-                              retryAfter: nil)
-        case .configuration:
-            return .configurationFailed(FCMFailure(code: "OAUTH_TLS", httpStatus: nil, message: error.description))
         }
     }
 

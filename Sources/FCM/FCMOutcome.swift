@@ -9,6 +9,10 @@ public enum FCMOutcome: Sendable, Hashable {
     /// Transient (QUOTA_EXCEEDED / 429, UNAVAILABLE / 503, INTERNAL / 500, timeouts, resets,
     /// GOAWAY): retry no sooner than `retryAfter` when the server gave one.
     case retryable(FCMFailure, retryAfter: Duration?)
+    /// Held back before FCM saw it: the project is paused (a 429, or a fault of the setup such as
+    /// an untrusted certificate or a failing token endpoint, named by the failure's code) or
+    /// over its rate. Retry after `retryAfter`; the attempt does not count, since FCM never saw it.
+    case deferred(FCMFailure, retryAfter: Duration?)
     /// Our own access token was refused even after a refresh, or the token endpoint refused the
     /// service account.
     case authFailed(FCMFailure)
@@ -21,7 +25,7 @@ public enum FCMOutcome: Sendable, Hashable {
         switch self {
         case .sent: nil
         case .invalidToken(let f), .rejected(let f), .authFailed(let f), .configurationFailed(let f): f
-        case .retryable(let f, _): f
+        case .retryable(let f, _), .deferred(let f, _): f
         }
     }
 
@@ -32,6 +36,7 @@ public enum FCMOutcome: Sendable, Hashable {
         case .invalidToken: "invalid_token"
         case .rejected: "rejected"
         case .retryable: "retryable"
+        case .deferred: "deferred"
         case .authFailed: "auth_failed"
         case .configurationFailed: "configuration_failed"
         }

@@ -167,6 +167,7 @@ final class H2Connection {
         nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
         nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
         state = .ready
+        pool.connectionReady()
         flush()
     }
 

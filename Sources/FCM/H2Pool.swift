@@ -1,13 +1,30 @@
 /// The connections to one origin and the requests waiting for a stream on one of them. Opens
 /// another connection while the waiting requests do not fit the free streams (up to
 /// `maxConnectionsPerOrigin`), and fails the waiting requests when the last connection attempt
-/// fails. Loop thread only.
+/// fails, or at once when an attempt fails TLS verification (every other attempt would too).
+/// After a failed attempt, reconnects back off (`reconnectDelay`) and probe one connection at a
+/// time until one is ready; a request arriving while no connection is alive and the backoff
+/// runs fails at once with the last attempt's error, rather than waiting or opening another.
+/// Loop thread only.
 final class H2Pool {
     let origin: H2Origin
     unowned let loop: H2Loop
     private(set) var connections: [H2Connection] = []
     private var waiting: [H2Exchange] = []
     private var waitingHead = 0
+    /// Connection attempts that failed since the last one that became ready.
+    private var failedAttempts = 0
+    /// No new connection before this instant (`H2Clock`), after a failed attempt.
+    private var reconnectAt: UInt64 = 0
+    /// The last failed attempt's error, given to requests that arrive during the backoff.
+    private var lastFailure: TransportError?
+
+    /// The wait before the next attempt after `failures` failed ones in a row: 100 ms doubling
+    /// up to 10 s.
+    static func reconnectDelay(afterFailures failures: Int) -> UInt64 {
+        let shift = min(max(failures - 1, 0), 7)
+        return min(100_000_000 << UInt64(shift), 10_000_000_000)
+    }
 
     init(origin: H2Origin, loop: H2Loop) {
         self.origin = origin
@@ -27,8 +44,18 @@ final class H2Pool {
         waiting.append(exchange)
     }
 
+    /// Told by a connection that it is ready: the origin answers, the backoff ends.
+    func connectionReady() {
+        failedAttempts = 0
+        reconnectAt = 0
+        lastFailure = nil
+    }
+
     /// Starts waiting requests on connections with free streams and opens connections for the rest.
     func pump() {
+        if waitingCount > 0, let lastFailure, !connections.contains(where: { $0.state != .closed }), H2Clock.now() < reconnectAt {
+            failWaiting(lastFailure)
+        }
         if waitingCount > 0 {
             for connection in connections where connection.acceptsStreams {
                 var started = false
@@ -46,29 +73,41 @@ final class H2Pool {
     }
 
     private func openConnectionsIfNeeded() {
-        guard waitingCount > 0 else { return }
+        guard waitingCount > 0, failedAttempts == 0 || H2Clock.now() >= reconnectAt else { return }
         var live = 0
         var pendingCapacity = 0
+        var connecting = 0
         for connection in connections {
             if connection.state != .closed, connection.goawayLastStreamID == nil { live += 1 }
-            if connection.isConnecting { pendingCapacity += loop.streamsPerConnection }
+            if connection.isConnecting {
+                pendingCapacity += loop.streamsPerConnection
+                connecting += 1
+            }
         }
-        while waitingCount > pendingCapacity, live < loop.maxConnectionsPerOrigin {
+        // After a failure, one probe at a time until a connection is ready again.
+        let maxConnecting = failedAttempts > 0 ? 1 : Int.max
+        while waitingCount > pendingCapacity, live < loop.maxConnectionsPerOrigin, connecting < maxConnecting {
             let connection = H2Connection(pool: self, connectDeadline: H2Clock.now() &+ loop.connectTimeout)
             connections.append(connection)
             loop.connectionsOpened.wrappingAdd(1, ordering: .relaxed)
             connection.open()
             live += 1
-            if connection.isConnecting { pendingCapacity += loop.streamsPerConnection }
+            if connection.isConnecting {
+                pendingCapacity += loop.streamsPerConnection
+                connecting += 1
+            }
         }
     }
 
     /// Told by a connection that it closed; a failed attempt with no other connection to wait
     /// for fails the waiting requests with its error.
     func connectionClosed(_ connection: H2Connection, error: TransportError, wasReady: Bool) {
-        guard !wasReady else { return }
+        guard !wasReady, error.kind != .shutdown else { return }
+        failedAttempts += 1
+        lastFailure = error
+        reconnectAt = H2Clock.now() &+ Self.reconnectDelay(afterFailures: failedAttempts)
         let othersAlive = connections.contains { $0 !== connection && $0.state != .closed }
-        if !othersAlive { failWaiting(error) }
+        if error.kind == .tls || !othersAlive { failWaiting(error) }
     }
 
     /// Times out waiting requests and connects, and requests in flight, past their deadlines.

@@ -21,6 +21,9 @@ public final class ProjectRateLimiter: Sendable {
         /// refused after a refresh, the token endpoint refusing the service account, or an answer
         /// that is not FCM's (wrong URL, proxy error page).
         public var configurationPause: Duration = .seconds(60)
+        /// How long a project pauses after its token endpoint failed in a way that may clear by
+        /// itself (5xx, 429, garbage, unreachable), unless its `Retry-After` asks for longer.
+        public var tokenOutagePause: Duration = .seconds(10)
         /// Longest a caller waits in `acquire`; beyond it `acquire` answers `.deferred`.
         public var maxWait: Duration = .seconds(5)
         public init() {}
@@ -42,6 +45,12 @@ public final class ProjectRateLimiter: Sendable {
         case auth
         /// An answer that is not FCM's (wrong URL, proxy page).
         case config
+        /// FCM's TLS certificate failed verification (it does not name the host, or an
+        /// untrusted chain): a `--fcm-url` or `--ca-file` to fix.
+        case tls
+        /// The token endpoint failed in a way that may clear by itself (5xx, 429, an answer that
+        /// is no token, unreachable).
+        case token
     }
 
     public let configuration: Configuration
@@ -195,17 +204,32 @@ public final class ProjectRateLimiter: Sendable {
         pause(project: project, for: configuration.configurationPause, reason: reason)
     }
 
-    private func pause(project: String, for pause: Duration, reason: PauseReason) {
+    /// Records a fault of the setup for `project` (`tls`, `auth`, `token`, `config`): pause it for
+    /// `duration`, or for the pause its reason implies when nil (`tokenOutagePause` for `token`,
+    /// `configurationPause` otherwise). True when this started a pause (the project was not
+    /// paused): the one moment worth a log line.
+    @discardableResult
+    public func recordSetupFault(project: String, reason: PauseReason, for duration: Duration? = nil) -> Bool {
+        let length = duration ?? (reason == .token ? configuration.tokenOutagePause : configuration.configurationPause)
+        return pause(project: project, for: length, reason: reason)
+    }
+
+    @discardableResult
+    private func pause(project: String, for pause: Duration, reason: PauseReason) -> Bool {
         let instant = now()
-        pauses.withLock { pauses in
-            if let current = pauses[project], current.until > instant + pause { return }
+        let started = pauses.withLock { pauses -> Bool in
+            let current = pauses[project]
+            let wasPaused = current.map { $0.until > instant } ?? false
+            if let current, current.until > instant + pause { return false }
             pauses[project] = (instant + pause, reason)
+            return !wasPaused
         }
         buckets.withLock { buckets in
             var bucket = buckets[project] ?? newBucket(project, now: instant)
             bucket.pause(until: instant + pause)
             buckets[project] = bucket
         }
+        return started
     }
 
     /// Projects paused right now, by the reason of their latest pause.

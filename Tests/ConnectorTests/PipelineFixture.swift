@@ -98,12 +98,14 @@ final class PipelineFixture: Sendable {
     /// `fcmPath` is appended to the emulator's URL (a wrong path simulates a misconfigured `--fcm-url`).
     /// `admission` overrides the job admission (`worker`: twice `--max-in-flight` recipients).
     func makeWorker(maxAttempts: Int = 3, prefetch: UInt16 = 50, lanes: Int = 1,
-                    shutdownDeadline: Duration = .seconds(10), fcmPath: String = "", admission: Int? = nil) throws -> SendWorker {
+                    shutdownDeadline: Duration = .seconds(10), fcmPath: String = "", admission: Int? = nil,
+                    configureFCM: (inout FCMClient.Configuration) -> Void = { _ in }) throws -> SendWorker {
         var fcm = FCMClient.Configuration()
         fcm.baseURL = emulator.baseURL + fcmPath
         fcm.transport.requestTimeout = .seconds(10)
+        configureFCM(&fcm)
         let metrics = WorkerMetrics()
-        fcm.observer = metrics
+        fcm.observer = FCMWatch(metrics: metrics, log: Logger(component: "test-worker", minimumLevel: .warning))
         let client = FCMClient(configuration: fcm)
         let sender = try FCMPushSender(client: client, registry: registry)
         let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1), maxDelay: .seconds(1))

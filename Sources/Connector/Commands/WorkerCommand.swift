@@ -71,7 +71,7 @@ public struct WorkerCommand: Command {
         let logger = Logger(component: "worker", minimumLevel: plan.logLevel, format: plan.logFormat)
         let metrics = WorkerMetrics()
         var observed = plan.fcm
-        observed.observer = metrics
+        observed.observer = FCMWatch(metrics: metrics, log: logger)
         let client = FCMClient(configuration: observed)
         defer { client.shutdown() }
         let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry)))

@@ -25,6 +25,10 @@ public final class WorkerMetrics: FCMExchangeObserver {
     public let reloadsFailed: Counter
     /// Outbound messages published and not yet confirmed by the broker.
     public let confirmsPending: Gauge
+    /// `{cause}`: token requests by how they ended (`ok`, `invalid_grant`, `http_500`, …).
+    public let oauthRequests: CounterFamily
+    /// `{reason}`: pauses of a project that a fault of the setup started (`tls`, `auth`, `token`, `config`).
+    public let projectPauses: CounterFamily
     private let transportFailures: Counter
     /// `fcmResponses` for the usual statuses, resolved once (no label lookup per answer).
     private let fcmStatus200: Counter
@@ -55,6 +59,10 @@ public final class WorkerMetrics: FCMExchangeObserver {
         reloadsSucceeded = reloads.labels("ok")
         reloadsFailed = reloads.labels("error")
         confirmsPending = r.gauge("push_connector_confirms_pending", "messages published and not yet confirmed by the broker").labels()
+        oauthRequests = r.counter("push_connector_oauth_requests_total", "access token requests to token endpoints, by how they ended",
+                                  labels: ["cause"])
+        projectPauses = r.counter("push_connector_project_pauses_total", "project pauses started by a fault of the setup, by reason",
+                                  labels: ["reason"])
         lanes = r.gauge("push_connector_lanes", "consumer/publisher lane pairs configured").labels()
     }
 
@@ -85,6 +93,12 @@ public final class WorkerMetrics: FCMExchangeObserver {
     }
 
     public func exchangeStarted() { fcmInFlight.increment() }
+
+    public func tokenFetchFinished(status: Int?, cause: String) { oauthRequests.labels(cause).increment() }
+
+    public func projectPaused(_ project: String, reason: ProjectRateLimiter.PauseReason, cause: FCMFailure, for duration: Duration) {
+        projectPauses.labels(reason.rawValue).increment()
+    }
 
     public func exchangeFinished(status: Int?, duration: Duration) {
         fcmInFlight.decrement()

@@ -27,7 +27,7 @@ enum JobLogLines {
             case .result:
                 continue
             case .retry:
-                log.with(record.fields).info("job retry scheduled", ["tier": m.label, "next_attempt": "\(record.attempt + 1)"])
+                log.with(record.fields).info("job retry scheduled", ["tier": m.label, "reason": m.reason ?? ""])
             case .deadLetter:
                 var dead = record
                 dead.code = m.label

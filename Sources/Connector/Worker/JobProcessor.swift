@@ -290,7 +290,7 @@ public struct JobProcessor: Sendable {
             messages.append(OutboundMessage(exchange: topology.retryExchange, routingKey: tier.routingKey,
                                             body: Data(retry.job.encoded().encodedBytes()),
                                             headers: FailureHeaders.retry(attempts: retry.attempts, history: history, now: now),
-                                            kind: .retry, label: tier.name))
+                                            kind: .retry, label: tier.name, reason: "next attempt \(retry.attempts + 1): \(retry.reason)"))
         }
         for dead in plan.deadLetters {
             // This delivery's attempt counts: the job was tried.

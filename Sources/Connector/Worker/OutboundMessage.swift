@@ -13,8 +13,8 @@ public struct OutboundMessage: Sendable {
     /// What the counters and logs file it under: a result's outcome, a retry's tier (`30s`),
     /// a dead letter's code.
     public var label = ""
-    /// A dead letter's reason in words (its `push-error-message`), for the log line: the worker
-    /// never reads back the headers it wrote.
+    /// A dead letter's reason in words (its `push-error-message`), or what made a retry, for the
+    /// log line: the worker never reads back the headers it wrote.
     public var reason: String?
 
     /// The role of an outbound message.

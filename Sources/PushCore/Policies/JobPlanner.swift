@@ -12,6 +12,9 @@ public struct RetryPlan: Sendable, Equatable {
     public var delay: Duration
     /// Attempts made so far (the copy's next attempt is `attempts + 1`).
     public var attempts: Int
+    /// Why: the codes of the failures that made the retry, and the first one's message
+    /// (`OAUTH_UNAVAILABLE (HTTP 500): token endpoint failed (HTTP 500)`), for the log line.
+    public var reason: String = ""
 }
 
 /// Everything one attempt at a job leads to: results to publish (a `dead_lettered` one for every
@@ -72,6 +75,7 @@ public struct JobPlanner: Sendable {
         var retry: [Int] = []
         var retryAfter: Duration?
         var retryCodes: [String] = []
+        var firstRetryError: ResultError?
         var quota = false
         var reachedFCM = false
         var dead: [DeadLetterCode: (indices: [Int], message: String)] = [:]
@@ -101,12 +105,14 @@ public struct JobPlanner: Sendable {
                 case .retryable(let e, let after)?:
                     retry.append(index)
                     retryCodes.append(e.code)
+                    if firstRetryError == nil { firstRetryError = e }
                     reachedFCM = true
                     if e.code == "QUOTA_EXCEEDED" || e.httpStatus == 429 { quota = true }
                     if let after { retryAfter = max(retryAfter ?? .zero, after) }
                 case .deferred(let e, let after)?:
                     retry.append(index)
                     retryCodes.append(e.code)
+                    if firstRetryError == nil { firstRetryError = e }
                     if let after { retryAfter = max(retryAfter ?? .zero, after) }
                 case .authFailed(let e)?: deadLetter(.authFailed, index, e)
                 case .configurationFailed(let e)?:
@@ -133,7 +139,12 @@ public struct JobPlanner: Sendable {
                 dead[.retriesExhausted] = (retry, "gave up after \(attempts) attempt(s); last errors: \(codes)")
             } else {
                 let delay = policy.delay(afterAttempt: max(attempts, 1), retryAfter: retryAfter, isQuota: quota, using: &random)
-                plan.retry = RetryPlan(job: job.keepingRecipients(at: retry), delay: delay, attempts: attempts)
+                var reason = Array(Set(retryCodes)).sorted().joined(separator: ", ")
+                if let first = firstRetryError {
+                    reason += "; " + first.code + (first.httpStatus.map { " (HTTP \($0))" } ?? "") + ": " + first.message
+                }
+                plan.retry = RetryPlan(job: job.keepingRecipients(at: retry), delay: delay, attempts: attempts,
+                                       reason: String(reason.prefix(500)))
             }
         }
         for code in DeadLetterCode.allCases {
