@@ -36,9 +36,11 @@ import Testing
         let harness = try EmulatorHarness(tls: true, trustCA: false)
         defer { harness.stop() }
         let outcome = await harness.send(token: "device-token-tls")
-        // The token endpoint is on the same untrusted server: the failure surfaces there.
-        #expect(outcome.label == "configuration_failed", "\(outcome)")
+        // The token endpoint is on the same untrusted server: the failure surfaces there, and
+        // pauses the project (the send waits; nothing is judged about the message).
+        #expect(outcome.label == "deferred", "\(outcome)")
         #expect(outcome.failure?.code == "OAUTH_TLS")
+        #expect(harness.client.rateLimiter.pausedProjects()[.tls] == 1)
         #expect(harness.emulator.recordedMessages().isEmpty)
         #expect(harness.emulator.stats().tokensIssued == 0)
     }
@@ -116,8 +118,8 @@ import Testing
         defer { harness.stop() }
         _ = await harness.send(token: "quota-1")
         let deferred = await harness.send(token: "would-be-sent")
-        guard case .retryable(let failure, let retryAfter) = deferred else {
-            Issue.record("expected retryable, got \(deferred)")
+        guard case .deferred(let failure, let retryAfter) = deferred else {
+            Issue.record("expected deferred, got \(deferred)")
             return
         }
         #expect(failure.code == "PROJECT_PAUSED")
@@ -199,7 +201,9 @@ import Testing
         #expect(!"\(outcome)".contains("ya29"))
     }
 
-    @Test func unknownServiceAccountIsAnAuthFailureWithoutSecrets() async throws {
+    /// The token endpoint refusing the account is a fault of the setup, not a verdict on the
+    /// message: the project pauses as `auth` and the send waits.
+    @Test func unknownServiceAccountPausesTheProjectWithoutSecrets() async throws {
         let harness = try EmulatorHarness()
         defer { harness.stop() }
         let stranger = ServiceAccount(projectID: EmulatorHarness.project, privateKeyID: "other",
@@ -207,7 +211,9 @@ import Testing
                                       tokenURI: harness.account.tokenURI)
         let outcome = await harness.client.send(projectID: EmulatorHarness.project,
                                                 messageBody: EmulatorHarness.body(token: "t"), credentials: stranger)
-        #expect(outcome.label == "auth_failed", "\(outcome)")
+        #expect(outcome.label == "deferred", "\(outcome)")
+        #expect(outcome.failure?.code == "OAUTH_REFUSED")
+        #expect(harness.client.rateLimiter.pausedProjects()[.auth] == 1)
         let text = "\(outcome)"
         #expect(!text.contains("PRIVATE KEY"))
         #expect(!text.contains(TestKeys.shared.split(separator: "\n")[1]))
@@ -264,7 +270,7 @@ import Testing
     }
 
     @Test(arguments: FCMTransportKind.allCases)
-    func unreachableServerIsRetryable(transport: FCMTransportKind) async throws {
+    func anUnreachableTokenEndpointDefersTheSend(transport: FCMTransportKind) async throws {
         let refusing = try RefusingPort()
         defer { refusing.close() }
         let port = refusing.port
@@ -276,6 +282,8 @@ import Testing
         let account = ServiceAccount(projectID: "p", privateKeyID: "k", privateKey: TestKeys.shared,
                                      clientEmail: "a@b", tokenURI: "http://127.0.0.1:\(port)/token")
         let outcome = await client.send(projectID: "p", messageBody: EmulatorHarness.body(token: "t"), credentials: account)
-        #expect(outcome.label == "retryable", "\(outcome)")
+        #expect(outcome.label == "deferred", "\(outcome)")
+        #expect(outcome.failure?.code == "OAUTH_UNAVAILABLE")
+        #expect(client.rateLimiter.pausedProjects()[.token] == 1)
     }
 }

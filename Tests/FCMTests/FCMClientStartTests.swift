@@ -88,8 +88,8 @@ import Testing
         let quota = await harness.start(token: "quota-1")
         #expect(quota.failure?.code == "QUOTA_EXCEEDED", "\(quota)")
         let held = await harness.start(token: "would-be-sent")
-        guard case .retryable(let failure, let retryAfter) = held else {
-            Issue.record("expected retryable, got \(held)")
+        guard case .deferred(let failure, let retryAfter) = held else {
+            Issue.record("expected deferred, got \(held)")
             return
         }
         #expect(failure.code == FCMClient.projectPausedCode)

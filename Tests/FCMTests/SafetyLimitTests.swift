@@ -50,7 +50,7 @@ final class ScriptedTransport: HTTPTransport {
         #expect(first.failure?.message.contains("<html>Not Found</html>") == true)
         // The next send does not reach the broken endpoint: the project is paused.
         let second = await send(client)
-        #expect(second.label == "retryable")
+        #expect(second.label == "deferred")
         #expect(second.failure?.code == "PROJECT_PAUSED")
         #expect(transport.fcmRequests == 1)
         #expect(client.rateLimiter.pauseRemaining(project: "shop-prod") > .zero)

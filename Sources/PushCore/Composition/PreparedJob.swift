@@ -18,9 +18,13 @@ public struct PreparedJob: Sendable {
     /// The shared members encoded once (`"key":value`), in the writer's key order: a recipient's
     /// message is these with its `data` and target written in between (clean shared part only).
     private let encodedMembers: [EncodedMember]
+    /// Recipients that repeat an earlier recipient's token or `mn_message_id`, by index: they are
+    /// rejected, the first one is sent (`RecipientDuplicates`).
+    private let duplicates: [Int: ContractIssue]
 
     init(job: SendJob, validator: MessageValidator, message: [String: JSONValue], data: [String: String], sharedIsClean: Bool) {
         self.job = job
+        duplicates = RecipientDuplicates.issues(of: job)
         self.validator = validator
         self.message = message
         self.data = data
@@ -33,6 +37,7 @@ public struct PreparedJob: Sendable {
     init(job: SendJob, validator: MessageValidator, data: [String: String], appMembers: [EncodedMember],
          notification: NotificationContent?) {
         self.job = job
+        duplicates = RecipientDuplicates.issues(of: job)
         self.validator = validator
         self.message = [:]
         self.data = data
@@ -82,6 +87,9 @@ public struct PreparedJob: Sendable {
         case .condition(let condition): target = ("condition", condition)
         }
         let id = MessageID.resolve(job: job, recipientIndex: index)
+        if !duplicates.isEmpty, let duplicate = duplicates[index] {
+            return .invalid(recipientIndex: index, mnMessageID: id, issues: [duplicate])
+        }
         var data = recipientData.isEmpty ? self.data : self.data.merging(recipientData) { _, r in r }
         data["mn_message_id"] = id
         let encoded: [UInt8]

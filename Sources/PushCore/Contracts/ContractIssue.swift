@@ -16,6 +16,10 @@ public struct IssueCode: RawRepresentable, Hashable, Sendable, CustomStringConve
     // FCM's limits.
     public static let targetCount = IssueCode(rawValue: "TARGET_COUNT")
     public static let invalidToken = IssueCode(rawValue: "INVALID_TOKEN")
+    /// A recipient whose token an earlier recipient of the same job has (the first is sent).
+    public static let duplicateToken = IssueCode(rawValue: "DUPLICATE_TOKEN")
+    /// A recipient whose `mn_message_id` an earlier recipient of the same job has.
+    public static let duplicateMessageID = IssueCode(rawValue: "DUPLICATE_MESSAGE_ID")
     public static let topicName = IssueCode(rawValue: "TOPIC_NAME")
     public static let condition = IssueCode(rawValue: "CONDITION")
     public static let dataValueNotString = IssueCode(rawValue: "DATA_VALUE_NOT_STRING")

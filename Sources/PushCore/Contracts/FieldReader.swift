@@ -16,12 +16,12 @@ struct FieldReader {
     mutating func report(contentsOf more: [ContractIssue]) { issues.append(contentsOf: more) }
 
     /// A required, non-empty string of at most `maxLength` UTF-8 bytes.
-    mutating func requiredString(_ key: String, maxLength: Int = 4096) -> String? {
+    mutating func requiredString(_ key: String, maxLength: Int = 4096, allowEmpty: Bool = false) -> String? {
         guard let value = object[key], value != .null else {
             report(ContractIssue(.missingField, field: fieldPath(key), "required field is missing"))
             return nil
         }
-        return checkedString(key, value, maxLength: maxLength, allowEmpty: false)
+        return checkedString(key, value, maxLength: maxLength, allowEmpty: allowEmpty)
     }
 
     /// An optional string; nil when absent or null.

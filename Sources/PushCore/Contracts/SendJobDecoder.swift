@@ -113,7 +113,9 @@ extension SendJob {
         recipients.reserveCapacity(list.count)
         for (_, path, o) in r.objectElements(list, path: "recipients") {
             var rr = FieldReader(o, path: path)
-            let token = rr.requiredString("token", maxLength: MaxBytes.token)
+            // An empty token is the recipient's problem, not the job's: it is rejected alone
+            // (INVALID_TOKEN, at composition), like a token with spaces.
+            let token = rr.requiredString("token", maxLength: MaxBytes.token, allowEmpty: true)
             let id = rr.optionalString("mn_message_id", maxLength: MaxBytes.mnMessageID)
             if let id, !MessageID.isWellFormed(id) {
                 rr.report(ContractIssue(.messageID, field: "\(path).mn_message_id", "must look like mnid2m.N.N.N.N.N, got \"\(id)\""))

@@ -125,7 +125,7 @@ struct SendJobScanner {
                 switch key {
                 case "token":
                     try seen.once(0)
-                    token = try string(maxLength: SendJob.MaxBytes.token, allowEmpty: false)
+                    token = try string(maxLength: SendJob.MaxBytes.token, allowEmpty: true)
                 case "mn_message_id":
                     try seen.once(1)
                     let value = try string(maxLength: SendJob.MaxBytes.mnMessageID)
