@@ -17,6 +17,21 @@ import Testing
         #expect(FailureHeaders.history(headers) == DeliveryHistory(attemptsMade: 3, firstFailedAt: Self.first, replays: 3))
     }
 
+    @Test func onlyACopyBackFromARetryTierOrAReplayCarriesItsHistory() {
+        let written = FailureHeaders.retry(attempts: 2, history: DeliveryHistory(firstFailedAt: Self.first, replays: 4), now: Self.now)
+        let tiers = ["push.retry.5s", "push.retry.30s"]
+        func death(_ queue: String, _ reason: String) -> AMQPTable {
+            ["x-death": .array([.table(["queue": .string(queue), "reason": .string(reason), "count": .int(1)])])]
+        }
+        let full = DeliveryHistory(attemptsMade: 2, firstFailedAt: Self.first, replays: 4)
+        #expect(FailureHeaders.trustedHistory(written.merging(death("push.retry.30s", "expired")) { a, _ in a }, retryQueues: tiers) == full)
+        #expect(FailureHeaders.trustedHistory(written, retryQueues: tiers) == DeliveryHistory(), "published straight to the job queue")
+        #expect(FailureHeaders.trustedHistory(written.merging(death("push.jobs", "expired")) { a, _ in a }, retryQueues: tiers) == DeliveryHistory())
+        #expect(FailureHeaders.trustedHistory(written.merging(death("push.retry.5s", "rejected")) { a, _ in a }, retryQueues: tiers) == DeliveryHistory())
+        let replay = FailureHeaders.replayed(written, replays: 4)
+        #expect(FailureHeaders.trustedHistory(replay, retryQueues: tiers) == DeliveryHistory(replays: 5))
+    }
+
     @Test func aFirstFailureIsDatedNowAndNoReplayCountIsWrittenForANeverReplayedJob() {
         let headers = FailureHeaders.retry(attempts: 1, history: DeliveryHistory(), now: Self.now)
         #expect(headers == ["push-attempt": .int(1), "push-first-failed-at": .string("2026-11-30T12:00:00Z")])
@@ -66,12 +81,12 @@ import Testing
         #expect(FailureHeaders.stripped(Self.mixed) == ["trace-id": "abc", "pushy": "kept", "X-Upper": "kept", "xray": 1])
     }
 
-    @Test func aReplayBumpsTheCountOnTheStrippedHeaders() {
+    @Test func aReplayBumpsTheCountOnTheStrippedHeadersAndMarksTheCopy() {
         #expect(FailureHeaders.replayed(Self.mixed, replays: 2)
-                == ["push-replays": 3, "trace-id": "abc", "pushy": "kept", "X-Upper": "kept", "xray": 1])
-        #expect(FailureHeaders.replayed([:], replays: 0) == ["push-replays": 1])
-        #expect(FailureHeaders.replayed([:], replays: Int.max) == ["push-replays": 1_000_001])
-        #expect(FailureHeaders.replayed([:], replays: -4) == ["push-replays": 1])
+                == ["push-replays": 3, "push-copy": "replay", "trace-id": "abc", "pushy": "kept", "X-Upper": "kept", "xray": 1])
+        #expect(FailureHeaders.replayed([:], replays: 0) == ["push-replays": 1, "push-copy": "replay"])
+        #expect(FailureHeaders.replayed([:], replays: Int.max) == ["push-replays": 1_000_001, "push-copy": "replay"])
+        #expect(FailureHeaders.replayed([:], replays: -4) == ["push-replays": 1, "push-copy": "replay"])
     }
 
     @Test func anEventsDeadLetterKeepsTheDeliveryHeadersAndAddsWhyAndWhere() {
@@ -99,8 +114,9 @@ import Testing
         return processor
     }
 
+    /// A retry copy back from its tier (the broker's `x-death` names the tier queue).
     static let later: AMQPTable = ["push-attempt": 2, "push-first-failed-at": "2026-11-30T11:59:00Z", "push-replays": 1,
-                                   "x-death": .array([]), "trace-id": "abc"]
+                                   "x-death": .array([.table(["queue": "t.retry.5s", "reason": "expired"])]), "trace-id": "abc"]
 
     static func job(app: String) -> Data {
         Data(#"{"job_id":"h1","app_id":"\#(app)","notification":{"title":"T"},"recipients":[{"token":"dev-a"}]}"#.utf8)

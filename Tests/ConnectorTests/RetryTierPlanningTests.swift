@@ -77,7 +77,7 @@ private struct FixedOutcomeSender: PushSender {
 
     @Test func aLaterAttemptCarriesItsCountFirstFailureAndReplaysButNoBrokerHeaders() async throws {
         let headers: AMQPTable = ["push-attempt": .int(2), "push-first-failed-at": .string("2026-11-30T11:59:00Z"),
-                                  "push-replays": .int(1), "x-death": .array([.table(["queue": "t.retry.5s"])]),
+                                  "push-replays": .int(1), "x-death": .array([.table(["queue": "t.retry.5s", "reason": "expired"])]),
                                   "x-first-death-queue": "t.retry.5s"]
         let out = await processor(answering: Self.unavailable(retryAfter: 20)).process(body: Data(Self.job.utf8), headers: headers)
         let retry = try #require(out.first { $0.kind == .retry })

@@ -16,7 +16,35 @@ public enum FailureHeaders {
 
     // MARK: Reading
 
-    /// What earlier deliveries left on a job: `push-attempt`, `push-first-failed-at`, `push-replays`.
+    /// What earlier deliveries left on a job, as far as the worker can tell they are its own:
+    /// - a copy that came back from one of `retryQueues` (the newest `x-death` entry names the
+    ///   tier queue, reason `expired`: RabbitMQ wrote it when the copy's TTL ran out) carries
+    ///   the history the worker wrote on it: attempts, first failure, replays;
+    /// - a copy `dlq replay` published (`push-copy: replay`) carries its replay count only;
+    /// - anything else is a new job, whatever `push-*` headers it has: upstream's forged or stale
+    ///   headers, or a DLQ message moved back with a shovel or the management UI, never use up
+    ///   attempts or age, nor outrank later results with a made-up replay count.
+    public static func trustedHistory(_ headers: AMQPTable, retryQueues: [String]) -> DeliveryHistory {
+        guard !headers.isEmpty else { return DeliveryHistory() }
+        if cameBack(headers, fromOneOf: retryQueues) { return history(headers) }
+        if headers[DeadLetterHeader.copy]?.stringValue == replayCopy {
+            return DeliveryHistory(replays: history(headers).replays)
+        }
+        return DeliveryHistory()
+    }
+
+    /// The `push-copy` value of a replayed copy.
+    public static let replayCopy = "replay"
+
+    /// True when the newest `x-death` entry says the message expired in one of `queues`.
+    static func cameBack(_ headers: AMQPTable, fromOneOf queues: [String]) -> Bool {
+        guard case .array(let deaths)? = headers["x-death"], case .table(let newest)? = deaths.first,
+              let queue = newest["queue"]?.stringValue, newest["reason"]?.stringValue == "expired" else { return false }
+        return queues.contains(queue)
+    }
+
+    /// What a job's `push-attempt`, `push-first-failed-at` and `push-replays` say, read as they
+    /// are (the worker's own DLQ messages; deliveries go through `trustedHistory`).
     public static func history(_ headers: AMQPTable) -> DeliveryHistory {
         DeliveryHistory(attemptsMade: DeliveryHistory.clamped(headers[DeadLetterHeader.retryAttempt].flatMap(integer)),
                         firstFailedAt: headers[DeadLetterHeader.firstFailedAt].flatMap(timestamp),
@@ -94,6 +122,7 @@ public enum FailureHeaders {
     public static func replayed(_ headers: AMQPTable, replays: Int) -> AMQPTable {
         var result = stripped(headers)
         result[DeadLetterHeader.replays] = .int(Int64(DeliveryHistory.clamped(replays) + 1))
+        result[DeadLetterHeader.copy] = .string(replayCopy)
         return result
     }
 

@@ -13,7 +13,11 @@ import Synchronization
 /// consuming whatever arrives.
 public struct JobProcessor: Sendable {
     public let catalog: AppCatalog
-    public var topology: Topology
+    public var topology: Topology {
+        didSet { retryQueues = topology.retryTiers.map(\.queue) }
+    }
+    /// The retry tiers' queues: a delivery that expired in one of them is a retry copy.
+    private var retryQueues: [String]
     public var planner: JobPlanner
     public var composer = MessageComposer()
     public var clock: @Sendable () -> Timestamp = { Timestamp.now() }
@@ -39,6 +43,7 @@ public struct JobProcessor: Sendable {
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
         self.catalog = catalog
         self.topology = topology
+        retryQueues = topology.retryTiers.map(\.queue)
         self.planner = planner
     }
 
@@ -70,7 +75,7 @@ public struct JobProcessor: Sendable {
     /// Reads and checks a delivery of `body` carrying `headers`, synchronously: decode, App ID,
     /// `not_after`, the job's shared part. Bad input is settled here as messages.
     public func intake(body: Data, headers: AMQPTable) -> JobIntake {
-        let history = FailureHeaders.history(headers)
+        let history = FailureHeaders.trustedHistory(headers, retryQueues: retryQueues)
         var record = JobRecord(attempt: history.attempt)
         let apps = catalog.current
         let preparation = prepare(body: body, history: history, registry: apps.registry, record: &record)

@@ -27,6 +27,9 @@ public enum DeadLetterHeader {
     public static let replays = "push-replays"
     /// Attempts made so far on a job travelling through the retry tiers.
     public static let retryAttempt = "push-attempt"
+    /// Set to `replay` on the copies `dlq replay` publishes to the job queue: the only copies not
+    /// from a retry tier whose `push-replays` the worker reads (docs/contracts.md, "Headers").
+    public static let copy = "push-copy"
     /// The queue an events DLQ message was consumed from.
     public static let sourceQueue = "push-source-queue"
 }
