@@ -7,9 +7,10 @@ import Synchronization
 /// takes what has queued up — at most `maxBatch`, waiting at most `maxDelay` after the first
 /// record for more — commits, and only then settles each record (acks its delivery). A failed
 /// transaction settles the batch as failed (the deliveries are requeued), except when the
-/// database is unreachable or asked for a retry (`EventStore.isTransient`: PostgreSQL down,
-/// deadlock): the writer then writes the same batch again, with backoff, until it commits or the
-/// writer stops — nothing is acked, dead-lettered or skipped while the database is away.
+/// database is unreachable, busy or out of room (`EventStore.isTransient`: PostgreSQL down,
+/// deadlock; a SQLite file locked by another writer, a full disk): the writer then writes the
+/// same batch again, with backoff, until it commits or the writer stops — nothing is acked,
+/// dead-lettered or skipped while the database is away.
 ///
 /// A record read from a stream carries its position: the transaction stores the last position
 /// of each consumer with the records. After a failed transaction holding positions of a stream

@@ -207,7 +207,8 @@ public final class EventsConsumer: Sendable {
                                         properties: properties)
             if ack { consumer.ack(delivery.deliveryTag) }
             metrics.deadLettered.labels(code).increment()
-            logger.warning("unparseable delivery moved to the events DLQ", ["queue": consumer.queue, "reason": reason])
+            logger.warning(code == "STORE_FAILED" ? "delivery the store refused moved to the events DLQ"
+                           : "unparseable delivery moved to the events DLQ", ["queue": consumer.queue, "code": code, "reason": reason])
             return true
         } catch {
             // Not requeued: stop consuming; the reconnect returns it (unacked) with the rest.

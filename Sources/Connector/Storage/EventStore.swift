@@ -79,10 +79,13 @@ public enum EventStore {
         """
     }
 
-    /// True when a transaction failed because the database is unreachable or asked for a retry
-    /// (connection lost, deadlock, serialization failure): the same batch is worth writing again
-    /// once it answers, and the records are not at fault.
+    /// True when a transaction failed because the database is unreachable, busy or out of room
+    /// and may clear by itself (PostgreSQL: connection lost, deadlock, serialization failure;
+    /// SQLite: another writer holding the lock past the busy timeout, a full disk, a read-only
+    /// or unreadable file, an I/O error): the same batch is worth writing again once it
+    /// answers, however long that takes, and the records are not at fault.
     public static func isTransient(_ error: any Error) -> Bool {
+        if let error = error as? SQLiteError { return error.isTransient }
         guard let error = error as? PostgresError else { return false }
         return error.isConnectionLost || error.sqlState == "40P01" || error.sqlState == "40001"
     }

@@ -26,4 +26,9 @@ public struct SQLiteError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "SQLite: \(message)" }
+
+    /// SQLITE_BUSY (5), LOCKED (6), READONLY (8), IOERR (10), FULL (13), CANTOPEN (14),
+    /// PROTOCOL (15): the file is held by another writer, out of room or not writable right now;
+    /// none says anything about the rows written.
+    public var isTransient: Bool { [5, 6, 8, 10, 13, 14, 15].contains(resultCode & 0xFF) }
 }
