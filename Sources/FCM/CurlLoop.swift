@@ -82,8 +82,10 @@ final class CurlLoop: @unchecked Sendable {
         let body = transfer.prepare(headers: headerList(for: transfer.request.headers))
         let url = transfer.request.url
         url.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_URL, $0) }
-        let cleartext = url.hasPrefix("http://")
-        let version = cleartext ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS
+        let cleartextHTTP2 = configuration.cleartextHTTP2
+        let cleartext = url.hasPrefix("http://") && cleartextHTTP2
+        let version = url.hasPrefix("http://") ? (cleartextHTTP2 ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_1_1)
+            : CURL_HTTP_VERSION_2TLS
         pc_curl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(version))
         // libcurl < 7.89 cannot reuse an h2c prior-knowledge connection (curl#10634: the second
         // stream fails with "Error in the HTTP2 framing layer"). There, each cleartext request

@@ -15,6 +15,9 @@ public struct CurlTransportConfiguration: Sendable {
     public var caFile: String? = nil
     /// TLS peer and host verification. On by default; turning it off is for debugging only.
     public var verifyTLS: Bool = true
+    /// `http://` URLs speak HTTP/2 with prior knowledge (h2c: the emulator, a local FCM fake);
+    /// false: HTTP/1.1, as most token endpoints served without TLS do (the token transport).
+    public var cleartextHTTP2: Bool = true
     /// Largest response body kept. FCM's and the token endpoint's answers are well under 2 KiB;
     /// a larger one is garbage (a proxy page, a misdirected URL) and fails the request as a
     /// transport error (`TRANSPORT_RESPONSE_TOO_LARGE`, retryable) instead of being buffered.

@@ -51,16 +51,25 @@ public final class FCMClient: Sendable {
     public convenience init(configuration: Configuration = Configuration()) {
         switch configuration.transportKind {
         case .curl:
-            let curl = CurlTransport(configuration: configuration.transport)
-            self.init(configuration: configuration, transport: curl, tokenTransport: curl, owned: [{ curl.shutdown() }])
+            let sends = CurlTransport(configuration: configuration.transport)
+            let tokens = CurlTransport(configuration: Self.tokenTransportConfiguration(configuration.transport))
+            self.init(configuration: configuration, transport: sends, tokenTransport: tokens,
+                      owned: [{ sends.shutdown() }, { tokens.shutdown() }])
         case .nghttp2:
             let sends = H2Transport(configuration: configuration.transport)
-            var tokenConfiguration = configuration.transport
-            tokenConfiguration.maxInFlight = min(tokenConfiguration.maxInFlight, 64)
-            let tokens = CurlTransport(configuration: tokenConfiguration)
+            let tokens = CurlTransport(configuration: Self.tokenTransportConfiguration(configuration.transport))
             self.init(configuration: configuration, transport: sends, tokenTransport: tokens,
                       owned: [{ sends.shutdown() }, { tokens.shutdown() }])
         }
+    }
+
+    /// The token fetches' transport: few requests in flight, and HTTP/1.1 for an `http://`
+    /// token endpoint (a local or test one; Google's is https, negotiated by ALPN).
+    private static func tokenTransportConfiguration(_ sends: CurlTransportConfiguration) -> CurlTransportConfiguration {
+        var tokens = sends
+        tokens.maxInFlight = min(tokens.maxInFlight, 64)
+        tokens.cleartextHTTP2 = false
+        return tokens
     }
 
     /// A client over any transport, for sends and tokens alike (tests, custom stacks).

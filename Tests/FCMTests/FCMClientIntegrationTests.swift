@@ -287,3 +287,45 @@ import Testing
         #expect(client.rateLimiter.pausedProjects()[.token] == 1)
     }
 }
+
+/// A token endpoint served over plain HTTP/1.1 (a local or test one, on loopback): the token
+/// request speaks HTTP/1.1 to it, not HTTP/2 with prior knowledge (issue 32, low item).
+@Suite(.serialized) struct HTTP1TokenEndpointTests {
+    static let server = #"""
+    import http.server, sys
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            body = b'{"access_token":"ya29.h1","expires_in":3600,"token_type":"Bearer"}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        def log_message(self, *a): pass
+    s = http.server.HTTPServer(("127.0.0.1", 0), H)
+    print(s.server_address[1], flush=True)
+    s.serve_forever()
+    """#
+
+    @Test(arguments: FCMTransportKind.allCases)
+    func aPlainHTTP1TokenEndpointOnLoopbackGrantsTokens(transport: FCMTransportKind) async throws {
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", Self.server]
+        let out = Pipe()
+        python.standardOutput = out
+        try python.run()
+        defer { python.terminate() }
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let port = try #require(Int(line), "the token server did not say its port: \(line)")
+        let harness = try EmulatorHarness(transport: transport, configure: { $0.requireAuth = false })
+        defer { harness.stop() }
+        let account = ServiceAccount(projectID: EmulatorHarness.project, privateKeyID: "k", privateKey: TestKeys.shared,
+                                     clientEmail: "a@b", tokenURI: "http://127.0.0.1:\(port)/token")
+        let outcome = await harness.client.send(projectID: EmulatorHarness.project, messageBody: EmulatorHarness.body(token: "h1-token"),
+                                                credentials: account)
+        #expect(outcome.label == "sent", "\(outcome)")
+    }
+}

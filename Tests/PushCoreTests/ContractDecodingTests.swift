@@ -18,6 +18,28 @@ import Testing
         #expect(found.allSatisfy { $0.code == .missingField })
     }
 
+    @Test func aDayTheMonthHasNotOrALeapSecondIsRefusedNotRolledOver() throws {
+        #expect(Timestamp(rfc3339: "2026-02-30T00:00:00Z") == nil)
+        #expect(Timestamp(rfc3339: "2026-02-29T00:00:00Z") == nil)
+        #expect(Timestamp(rfc3339: "2026-04-31T00:00:00Z") == nil)
+        #expect(Timestamp(rfc3339: "2026-12-31T23:59:60Z") == nil)
+        #expect(Timestamp(rfc3339: "2024-02-29T00:00:00Z")?.description == "2024-02-29T00:00:00Z")
+        #expect(Timestamp(rfc3339: "2000-02-29T12:00:00Z") != nil)
+        #expect(Timestamp(rfc3339: "1900-02-29T12:00:00Z") == nil)
+        #expect(Timestamp(rfc3339: "2026-01-31T23:59:59Z") != nil)
+        let job = #"{"job_id":"d","app_id":"a","not_after":"2026-02-30T00:00:00Z","notification":{"title":"T"},"recipients":[{"token":"t"}]}"#
+        #expect(throws: ContractError.self) { try SendJob.decode(Array(job.utf8)) }
+    }
+
+    @Test func anEventAppIDFollowsTheJobsAppIDRule() throws {
+        func event(_ app: String) -> [UInt8] {
+            Array(#"{"event_type":"open","mn_message_id":"mnid2m.1.1.1.1.1","app_id":"\#(app)"}"#.utf8)
+        }
+        #expect(throws: ContractError.self) { try PushEvent.decode(JSONValue.parse(event("shop\u0000android"))) }
+        #expect(throws: ContractError.self) { try PushEvent.decode(JSONValue.parse(event("shop.android"))) }
+        #expect(try PushEvent.decode(JSONValue.parse(event("shop-android"))).appID == "shop-android")
+    }
+
     @Test func notJSONIsReportedAsSuch() {
         #expect(issues("not json").map(\.code) == [.notJSON])
         #expect(issues("[1]").map(\.code) == [.wrongType])

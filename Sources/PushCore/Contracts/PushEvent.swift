@@ -38,6 +38,7 @@ public struct PushEvent: Sendable, Equatable {
             r.report(ContractIssue(.messageID, field: r.fieldPath("mn_message_id"), "must look like mnid2m.N.N.N.N.N"))
         }
         let appID = r.optionalString("app_id", maxLength: 128)
+        if let appID, let issue = IdentifierRules.appIDIssue(appID, field: r.fieldPath("app_id")) { r.report(issue) }  // the job's rule
         let occurredAt = r.optionalTimestamp("occurred_at")
         let eventID = r.optionalString("event_id", maxLength: 128)
         guard r.issues.isEmpty, let type, let id else { throw ContractError(document: "event", issues: r.issues) }

@@ -8,7 +8,17 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.secondsSince1970 < b.secondsSince1970 }
 
-    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil for anything else.
+    /// Days in `month` (1…12) of `year`, in the proleptic Gregorian calendar.
+    static func days(inMonth month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`; nil for anything else, including a
+    /// day the month does not have (`2026-02-30`) and a leap second (`23:59:60`).
     public init?(rfc3339 text: String) {
         let b = Array(text.utf8)
         guard b.count >= 20 else { return nil }
@@ -24,7 +34,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         guard let year = digits(0, 4), b[4] == 45, let month = digits(5, 2), b[7] == 45, let day = digits(8, 2),
               b[10] == 84 || b[10] == 116 || b[10] == 32,
               let hour = digits(11, 2), b[13] == 58, let minute = digits(14, 2), b[16] == 58, let second = digits(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+              (1...12).contains(month), day >= 1, day <= Self.days(inMonth: month, year: year), hour < 24, minute < 60,
+              second < 60  // a leap second or a day the month has not is refused, not rolled over
         else { return nil }
         var i = 19
         var fraction = 0.0
