@@ -290,7 +290,7 @@ import Testing
 
 /// A token endpoint served over plain HTTP/1.1 (a local or test one, on loopback): the token
 /// request speaks HTTP/1.1 to it, not HTTP/2 with prior knowledge (issue 32, low item).
-@Suite(.serialized) struct HTTP1TokenEndpointTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct HTTP1TokenEndpointTests {
     static let server = #"""
     import http.server, sys
     class H(http.server.BaseHTTPRequestHandler):
@@ -304,7 +304,7 @@ import Testing
             self.end_headers()
             self.wfile.write(body)
         def log_message(self, *a): pass
-    s = http.server.HTTPServer(("127.0.0.1", 0), H)
+    s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
     print(s.server_address[1], flush=True)
     s.serve_forever()
     """#
@@ -316,6 +316,7 @@ import Testing
         python.arguments = ["python3", "-c", Self.server]
         let out = Pipe()
         python.standardOutput = out
+        python.standardError = FileHandle.nullDevice  // never the test runner's pipe: it waits for its EOF
         try python.run()
         defer { python.terminate() }
         let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -35,7 +35,7 @@ import Testing
         func event(_ app: String) -> [UInt8] {
             Array(#"{"event_type":"open","mn_message_id":"mnid2m.1.1.1.1.1","app_id":"\#(app)"}"#.utf8)
         }
-        #expect(throws: ContractError.self) { try PushEvent.decode(JSONValue.parse(event("shop\u0000android"))) }
+        #expect(throws: ContractError.self) { try PushEvent.decode(JSONValue.parse(event("shop\\u0000android"))) }
         #expect(throws: ContractError.self) { try PushEvent.decode(JSONValue.parse(event("shop.android"))) }
         #expect(try PushEvent.decode(JSONValue.parse(event("shop-android"))).appID == "shop-android")
     }
