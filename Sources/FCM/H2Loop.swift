@@ -18,6 +18,8 @@ final class H2Loop: @unchecked Sendable {
     let connectTimeout: UInt64
     let maxResponseBytes: Int
     let timeoutError: TransportError
+    /// The timeout of a request whose body was all handed to its stream (possibly delivered).
+    let sentTimeoutError: TransportError
     /// How long a connection may leave the PING sent after a request timeout unanswered:
     /// the request timeout, within 1 to 10 s.
     let pingTimeout: UInt64
@@ -46,6 +48,8 @@ final class H2Loop: @unchecked Sendable {
         maxResponseBytes = max(1, configuration.maxResponseBytes)
         pingTimeout = min(max(H2Clock.nanoseconds(configuration.requestTimeout), 1_000_000_000), 10_000_000_000)
         timeoutError = TransportError(kind: .timeout, message: "no response within \(configuration.requestTimeout)")
+        sentTimeoutError = TransportError(kind: .timeoutAfterSend,
+                                          message: "no response within \(configuration.requestTimeout) to a request sent whole: possibly delivered")
         var pair: [Int32] = [-1, -1]
         _ = pipe(&pair)
         for fd in pair {

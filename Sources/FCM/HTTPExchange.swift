@@ -30,8 +30,12 @@ public struct HTTPResponse: Sendable {
 public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What went wrong, for classification.
     public enum Kind: Sendable, Hashable {
-        /// Connect or total timeout: the server may have processed the request.
+        /// No answer in time for a request that had not been fully written (it waited for a
+        /// connection or a stream, or its body was still going out): FCM never had it whole.
         case timeout
+        /// No answer in time for a request that had been fully written: FCM may have taken it
+        /// and delivered the message (a resend may be a second push).
+        case timeoutAfterSend
         /// No connection could be made: the request was never sent.
         case connectFailed
         /// The connection went away (GOAWAY, stream reset, peer closed) before the response.
@@ -58,6 +62,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     public var code: String {
         switch kind {
         case .timeout: "TRANSPORT_TIMEOUT"
+        case .timeoutAfterSend: "TRANSPORT_TIMEOUT_AFTER_SEND"
         case .connectFailed: "TRANSPORT_CONNECT_FAILED"
         case .connectionLost: "TRANSPORT_CONNECTION_LOST"
         case .tls: "TRANSPORT_TLS"

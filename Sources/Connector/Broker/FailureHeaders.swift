@@ -48,7 +48,8 @@ public enum FailureHeaders {
     public static func history(_ headers: AMQPTable) -> DeliveryHistory {
         DeliveryHistory(attemptsMade: DeliveryHistory.clamped(headers[DeadLetterHeader.retryAttempt].flatMap(integer)),
                         firstFailedAt: headers[DeadLetterHeader.firstFailedAt].flatMap(timestamp),
-                        replays: DeliveryHistory.clamped(headers[DeadLetterHeader.replays].flatMap(integer)))
+                        replays: DeliveryHistory.clamped(headers[DeadLetterHeader.replays].flatMap(integer)),
+                        possiblyDelivered: headers[DeadLetterHeader.possiblyDelivered].map(isTrue) ?? false)
     }
 
     /// The failure a dead-letter copy records, as written by `deadLetter` or `eventDeadLetter`.
@@ -74,10 +75,11 @@ public enum FailureHeaders {
     /// The headers of a retry copy after a delivery failed at `now`: `attempts` made so far, the
     /// first failure (this one when there was none) and the replay count (when not 0). Nothing
     /// else of the delivery travels, RabbitMQ's `x-*` headers least of all.
-    public static func retry(attempts: Int, history: DeliveryHistory, now: Timestamp) -> AMQPTable {
+    public static func retry(attempts: Int, history: DeliveryHistory, now: Timestamp, possiblyDelivered: Bool = false) -> AMQPTable {
         var headers: AMQPTable = [DeadLetterHeader.retryAttempt: .int(Int64(attempts)),
                                   DeadLetterHeader.firstFailedAt: .string((history.firstFailedAt ?? now).description)]
         if history.replays != 0 { headers[DeadLetterHeader.replays] = .int(Int64(history.replays)) }
+        if possiblyDelivered || history.possiblyDelivered { headers[DeadLetterHeader.possiblyDelivered] = .bool(true) }
         return headers
     }
 
@@ -89,6 +91,7 @@ public enum FailureHeaders {
                                   DeadLetterHeader.firstFailedAt: .string((history.firstFailedAt ?? now).description),
                                   DeadLetterHeader.lastFailedAt: .string(now.description),
                                   DeadLetterHeader.replays: .int(Int64(history.replays))]
+        if history.possiblyDelivered { headers[DeadLetterHeader.possiblyDelivered] = .bool(true) }
         stamp(&headers, code: code, message: message)
         return headers
     }
@@ -127,6 +130,12 @@ public enum FailureHeaders {
     }
 
     // MARK: Values
+
+    /// A flag from a header: `true` (boolean or text).
+    static func isTrue(_ value: AMQPFieldValue) -> Bool {
+        if case .bool(let b) = value { return b }
+        return value.stringValue == "true"
+    }
 
     /// A count from a header: an integer, a numeric string or a whole double.
     static func integer(_ value: AMQPFieldValue) -> Int? {

@@ -35,6 +35,8 @@ public enum CommonOptions {
         .value("--ca-file", "FILE", "CA bundle to trust for FCM (e.g. the emulator's dev CA); TLS verification is always on",
                .readableFile),
         .value("--max-in-flight", "N", "FCM requests in flight per process", default: "2000", .integer(1...100_000)),
+        .value("--request-timeout", "SECONDS", "longest wait for FCM's answer to one request; a request sent whole that\n"
+               + "times out is retried and marked possibly delivered", default: "30", .integer(1...600)),
         .value("--fcm-transport", "KIND", "HTTP/2 client for FCM sends: nghttp2 (libnghttp2 directly) | curl (libcurl)",
                default: "nghttp2", .choice(FCMTransportKind.allCases.map(\.rawValue))),
         .flag("--allow-insecure-http", "allow http:// for --fcm-url and token_uri beyond loopback (127.0.0.0/8, ::1, localhost)"),
@@ -119,6 +121,7 @@ public enum CommonOptions {
         }
         c.transport.caFile = a.value("--ca-file")
         c.transport.maxInFlight = a.int("--max-in-flight") ?? c.transport.maxInFlight
+        c.transport.requestTimeout = .seconds(a.int("--request-timeout") ?? 30)
         if let kind = a.value("--fcm-transport") {
             guard let parsed = FCMTransportKind(rawValue: kind) else {
                 throw UsageError("\(command): --fcm-transport must be nghttp2 or curl, got \"\(kind)\"")

@@ -214,7 +214,8 @@ public struct JobProcessor: Sendable {
                          history: DeliveryHistory) -> [OutboundMessage] {
         var random = SystemRandomNumberGenerator()
         let plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
-                                firstFailedAt: history.firstFailedAt, now: clock(), random: &random)
+                                firstFailedAt: history.firstFailedAt, possiblyDelivered: history.possiblyDelivered,
+                                now: clock(), random: &random)
         return outbound(plan, history: history, now: clock())
     }
 
@@ -294,13 +295,16 @@ public struct JobProcessor: Sendable {
         if let retry = plan.retry, let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds) {
             messages.append(OutboundMessage(exchange: topology.retryExchange, routingKey: tier.routingKey,
                                             body: Data(retry.job.encoded().encodedBytes()),
-                                            headers: FailureHeaders.retry(attempts: retry.attempts, history: history, now: now),
+                                            headers: FailureHeaders.retry(attempts: retry.attempts, history: history, now: now,
+                                                                          possiblyDelivered: retry.possiblyDelivered),
                                             kind: .retry, label: tier.name, reason: "next attempt \(retry.attempts + 1): \(retry.reason)"))
         }
         for dead in plan.deadLetters {
             // This delivery's attempt counts: the job was tried.
+            var tried = history.afterThisAttempt
+            tried.possiblyDelivered = tried.possiblyDelivered || dead.possiblyDelivered
             messages.append(deadLetter(body: Data(dead.job.encoded().encodedBytes()), code: dead.code, message: dead.message,
-                                       history: history.afterThisAttempt, now: now))
+                                       history: tried, now: now))
         }
         return messages
     }

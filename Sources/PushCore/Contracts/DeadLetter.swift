@@ -25,6 +25,9 @@ public enum DeadLetterHeader {
     public static let firstFailedAt = "push-first-failed-at"
     public static let lastFailedAt = "push-last-failed-at"
     public static let replays = "push-replays"
+    /// `true` on a retry copy or dead letter of a job an attempt of which timed out after its
+    /// request was sent whole: FCM may have delivered it.
+    public static let possiblyDelivered = "push-possibly-delivered"
     /// Attempts made so far on a job travelling through the retry tiers.
     public static let retryAttempt = "push-attempt"
     /// Set to `replay` on the copies `dlq replay` publishes to the job queue: the only copies not

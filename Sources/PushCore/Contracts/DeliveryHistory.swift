@@ -13,11 +13,15 @@ public struct DeliveryHistory: Sendable, Equatable {
     public var firstFailedAt: Timestamp?
     /// Times the job was replayed from the DLQ (`push-replays`).
     public var replays: Int
+    /// An earlier attempt timed out after its request was sent whole (`push-possibly-delivered`):
+    /// FCM may have delivered it, so a result saying it was not must say so.
+    public var possiblyDelivered: Bool
 
-    public init(attemptsMade: Int = 0, firstFailedAt: Timestamp? = nil, replays: Int = 0) {
+    public init(attemptsMade: Int = 0, firstFailedAt: Timestamp? = nil, replays: Int = 0, possiblyDelivered: Bool = false) {
         self.attemptsMade = attemptsMade
         self.firstFailedAt = firstFailedAt
         self.replays = replays
+        self.possiblyDelivered = possiblyDelivered
     }
 
     /// This delivery's attempt, 1 for the first.
@@ -26,7 +30,7 @@ public struct DeliveryHistory: Sendable, Equatable {
     /// The history once this delivery's attempt counts too: what a dead letter records after the
     /// job was tried.
     public var afterThisAttempt: DeliveryHistory {
-        DeliveryHistory(attemptsMade: attempt, firstFailedAt: firstFailedAt, replays: replays)
+        DeliveryHistory(attemptsMade: attempt, firstFailedAt: firstFailedAt, replays: replays, possiblyDelivered: possiblyDelivered)
     }
 
     /// `count` clamped to 0…`maxCount` (nil: 0).

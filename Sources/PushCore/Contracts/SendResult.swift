@@ -45,6 +45,9 @@ public struct SendResult: Sendable, Equatable {
     /// How many times an operator had replayed the job from the DLQ (its `push-replays`): with
     /// `completedAt`, orders the results of one `mn_message_id` (`isLater(than:)`).
     public var replays: Int
+    /// A `dead_lettered` result of a job an attempt of which timed out after its request was
+    /// sent whole: FCM may have delivered it anyway (`possibly_delivered: true`, else absent).
+    public var possiblyDelivered = false
 
     public init(jobID: String, appID: String, mnMessageID: String, campaign: String?, target: (kind: String, value: String),
                 outcome: SendOutcome, fcmMessageName: String? = nil, error: ResultError? = nil, attempts: Int, completedAt: Timestamp,
@@ -66,7 +69,7 @@ public struct SendResult: Sendable, Equatable {
         a.jobID == b.jobID && a.appID == b.appID && a.mnMessageID == b.mnMessageID && a.campaign == b.campaign
             && a.target.kind == b.target.kind && a.target.value == b.target.value && a.outcome == b.outcome
             && a.fcmMessageName == b.fcmMessageName && a.error == b.error && a.attempts == b.attempts && a.completedAt == b.completedAt
-            && a.replays == b.replays
+            && a.replays == b.replays && a.possiblyDelivered == b.possiblyDelivered
     }
 
     /// The latest-outcome rule of the contract: of two results for one `mn_message_id`, the
@@ -93,6 +96,7 @@ public struct SendResult: Sendable, Equatable {
             "replays": .int(Int64(replays)),
         ]
         if let campaign { o["campaign"] = .string(campaign) }
+        if possiblyDelivered { o["possibly_delivered"] = .bool(true) }
         if let fcmMessageName { o["fcm_message_name"] = .string(fcmMessageName) }
         if let error {
             var e: [String: JSONValue] = ["code": .string(error.code), "message": .string(error.message)]
@@ -130,7 +134,9 @@ public struct SendResult: Sendable, Equatable {
         guard r.issues.isEmpty, let jobID, let appID, let id, let outcome, let target else {
             throw ContractError(document: "result", issues: r.issues)
         }
-        return SendResult(jobID: jobID, appID: appID, mnMessageID: id, campaign: campaign, target: target, outcome: outcome,
-                          fcmMessageName: name, error: error, attempts: attempts, completedAt: completed, replays: replays)
+        var result = SendResult(jobID: jobID, appID: appID, mnMessageID: id, campaign: campaign, target: target, outcome: outcome,
+                                fcmMessageName: name, error: error, attempts: attempts, completedAt: completed, replays: replays)
+        result.possiblyDelivered = object["possibly_delivered"] == .bool(true)
+        return result
     }
 }

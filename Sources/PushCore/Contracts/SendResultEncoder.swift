@@ -7,7 +7,8 @@ extension SendResult {
         var out: [UInt8] = []
         out.reserveCapacity(320)
         // Keys in the order `JSONValue` writes them (sorted): app_id, attempts, campaign,
-        // completed_at, error, fcm_message_name, job_id, mn_message_id, outcome, replays, target.
+        // completed_at, error, fcm_message_name, job_id, mn_message_id, outcome,
+        // possibly_delivered (when true), replays, target.
         out.append(contentsOf: #"{"app_id":"#.utf8)
         JSONValue.writeString(appID, to: &out)
         out.append(contentsOf: #","attempts":"#.utf8)
@@ -40,7 +41,8 @@ extension SendResult {
         JSONValue.writeString(mnMessageID, to: &out)
         out.append(contentsOf: #","outcome":""#.utf8)
         out.append(contentsOf: outcome.rawValue.utf8)  // fixed lower-case names: nothing to escape
-        out.append(contentsOf: #"","replays":"#.utf8)
+        if possiblyDelivered { out.append(contentsOf: #"","possibly_delivered":true"#.utf8) } else { out.append(UInt8(ascii: "\"")) }
+        out.append(contentsOf: #","replays":"#.utf8)
         Self.writeInt(replays, to: &out)
         out.append(contentsOf: #","target":{"#.utf8)
         JSONValue.writeString(target.kind, to: &out)

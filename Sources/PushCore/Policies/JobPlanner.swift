@@ -3,6 +3,8 @@ public struct DeadLetterPlan: Sendable, Equatable {
     public var job: SendJob
     public var code: DeadLetterCode
     public var message: String
+    /// An attempt timed out after its request was sent whole (`push-possibly-delivered`).
+    public var possiblyDelivered = false
 }
 
 /// A job reduced to the recipients still to send, and how long it waits first.
@@ -12,6 +14,8 @@ public struct RetryPlan: Sendable, Equatable {
     public var delay: Duration
     /// Attempts made so far (the copy's next attempt is `attempts + 1`).
     public var attempts: Int
+    /// An attempt at one of the copy's recipients timed out after its request was sent whole.
+    public var possiblyDelivered = false
     /// Why: the codes of the failures that made the retry, and the first one's message
     /// (`OAUTH_UNAVAILABLE (HTTP 500): token endpoint failed (HTTP 500)`), for the log line.
     public var reason: String = ""
@@ -35,6 +39,9 @@ public struct JobPlan: Sendable, Equatable {
 /// Decides what an attempt at a job leads to without any I/O: which recipients
 /// have a final result, which are retried and when, which are dead-lettered and why.
 public struct JobPlanner: Sendable {
+    /// The transport's code for a request sent whole that got no answer in time.
+    public static let timeoutAfterSendCode = "TRANSPORT_TIMEOUT_AFTER_SEND"
+
     public var policy: RetryPolicy
 
     public init(policy: RetryPolicy = RetryPolicy()) {
@@ -69,13 +76,16 @@ public struct JobPlanner: Sendable {
     ///   - composed: the composer's outcome for every target, in order.
     ///   - delivered: what sending gave, by recipient index, for the targets that were sent.
     ///   - firstFailedAt: when the job first failed transiently (nil if never before).
+    ///   - possiblyDelivered: an earlier attempt timed out after its request was sent whole.
     public func plan(job: SendJob, attempt: Int, composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome],
-                     firstFailedAt: Timestamp?, now: Timestamp, random: inout some RandomNumberGenerator) -> JobPlan {
+                     firstFailedAt: Timestamp?, possiblyDelivered: Bool = false, now: Timestamp,
+                     random: inout some RandomNumberGenerator) -> JobPlan {
         var plan = JobPlan()
         var retry: [Int] = []
         var retryAfter: Duration?
         var retryCodes: [String] = []
         var firstRetryError: ResultError?
+        var exhaustedPossiblyDelivered = false
         var quota = false
         var reachedFCM = false
         var dead: [DeadLetterCode: (indices: [Int], message: String)] = [:]
@@ -134,9 +144,12 @@ public struct JobPlanner: Sendable {
             // held back by a paused project keeps its attempt number (its age still runs).
             let attempts = reachedFCM ? attempt : attempt - 1
             let first = firstFailedAt ?? now
+            let timedOutWhole = possiblyDelivered || retryCodes.contains(Self.timeoutAfterSendCode)
             if policy.isExhausted(attempts: attempts, firstFailedAt: first, now: now) {
                 let codes = Array(Set(retryCodes)).sorted().joined(separator: ", ")
-                dead[.retriesExhausted] = (retry, "gave up after \(attempts) attempt(s); last errors: \(codes)")
+                let note = timedOutWhole ? " (possibly delivered: a request sent whole got no answer in time)" : ""
+                dead[.retriesExhausted] = (retry, "gave up after \(attempts) attempt(s); last errors: \(codes)\(note)")
+                exhaustedPossiblyDelivered = timedOutWhole
             } else {
                 let delay = policy.delay(afterAttempt: max(attempts, 1), retryAfter: retryAfter, isQuota: quota, using: &random)
                 var reason = Array(Set(retryCodes)).sorted().joined(separator: ", ")
@@ -144,14 +157,19 @@ public struct JobPlanner: Sendable {
                     reason += "; " + first.code + (first.httpStatus.map { " (HTTP \($0))" } ?? "") + ": " + first.message
                 }
                 plan.retry = RetryPlan(job: job.keepingRecipients(at: retry), delay: delay, attempts: attempts,
-                                       reason: String(reason.prefix(500)))
+                                       possiblyDelivered: timedOutWhole, reason: String(reason.prefix(500)))
             }
         }
         for code in DeadLetterCode.allCases {
             guard let entry = dead[code] else { continue }
             let part = job.keepingRecipients(at: entry.indices)
-            plan.deadLetters.append(DeadLetterPlan(job: part, code: code, message: entry.message))
-            plan.results += deadLettered(part, code: code, message: entry.message, attempts: attempt, now: now)
+            let possiblyDelivered = code == .retriesExhausted && exhaustedPossiblyDelivered
+            plan.deadLetters.append(DeadLetterPlan(job: part, code: code, message: entry.message, possiblyDelivered: possiblyDelivered))
+            var results = deadLettered(part, code: code, message: entry.message, attempts: attempt, now: now)
+            if possiblyDelivered {
+                for i in results.indices { results[i].possiblyDelivered = true }
+            }
+            plan.results += results
         }
         return plan
     }
