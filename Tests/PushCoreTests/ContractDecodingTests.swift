@@ -31,6 +31,18 @@ import Testing
         #expect(throws: ContractError.self) { try SendJob.decode(Array(job.utf8)) }
     }
 
+    @Test func aDocumentWithAKeyTwiceIsRefusedByEveryReader() throws {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(#"{"a":1,"b":{"c":1,"c":2}}"#.utf8)) }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(#"{"a":1,"a":1}"#.utf8)) }
+        #expect(try JSONValue.parse(Array(#"{"a":{"a":1},"b":[{"a":1},{"a":2}]}"#.utf8)) != .null, "the same key in different objects")
+        let twice = #"{"job_id":"d","app_id":"edge","app_id":"other","notification":{"title":"T"},"recipients":[{"token":"t"}]}"#
+        #expect(throws: ContractError.self) { try SendJob.decode(Array(twice.utf8)) }
+        let inData = #"{"job_id":"d","app_id":"edge","data":{"k":"1","k":"2"},"recipients":[{"token":"t"}]}"#
+        #expect(throws: ContractError.self) { try SendJob.decode(Array(inData.utf8)) }
+        let inEvent = #"{"event_type":"open","event_type":"click","mn_message_id":"mnid2m.1.1.1.1.1"}"#
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(inEvent.utf8)) }
+    }
+
     @Test func anEventAppIDFollowsTheJobsAppIDRule() throws {
         func event(_ app: String) -> [UInt8] {
             Array(#"{"event_type":"open","mn_message_id":"mnid2m.1.1.1.1.1","app_id":"\#(app)"}"#.utf8)

@@ -27,11 +27,11 @@ import Testing
         #"{"job_id":"j","app_id":"a","topic":"news"}"#,
         #"{"job_id":"j","app_id":"a","recipients":[{"token":"t"}],"options":{"android":{"priority":"high"}}}"#,
         #"{"job_id":"j","app_id":"a","recipients":[{"token":"t"}],"future_field":1}"#,
-        #"{"job_id":"j","job_id":"k","app_id":"a","recipients":[{"token":"t"}]}"#,
         #"{"job_id":"j","app_id":"a","campaign":null,"recipients":[{"token":"t"}]}"#,
         #"{"schema_version":1.0,"job_id":"j","app_id":"a","recipients":[{"token":"t"}]}"#,
     ])
     func otherValidShapesAreLeftToTheFullDecoder(text: String) throws {
+        // (A key twice is not a valid shape: every reader refuses it, ContractDecodingTests.)
         #expect(SendJobScanner.scan(Array(text.utf8)) == nil)
         _ = try SendJob.decode(Array(text.utf8))  // and the full decoder reads them
     }

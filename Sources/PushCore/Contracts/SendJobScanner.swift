@@ -145,12 +145,13 @@ struct SendJobScanner {
         return list
     }
 
-    /// A string → string object; a repeated name keeps its last value, as in the JSON tree.
+    /// A string → string object; a repeated name goes to the full decoder, which refuses it.
     private mutating func stringMap() throws -> [String: String] {
         var map: [String: String] = [:]
         try expect(UInt8(ascii: "{"))
         var first = true
         while let key = try nextKey(first: &first) {
+            guard map[key] == nil else { throw Elsewhere() }
             map[key] = try string(maxLength: Int.max)
         }
         return map

@@ -8,8 +8,9 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 extension JSONValue {
-    /// Parses one JSON document (RFC 8259, strict: no comments, no trailing commas, no NaN,
-    /// duplicate keys keep the last). Nesting deeper than `maxDepth` is refused, so a hostile
+    /// Parses one JSON document (RFC 8259, strict: no comments, no trailing commas, no NaN, no
+    /// key twice in one object: `{"app_id":"a","app_id":"b"}` is refused rather than read as
+    /// either, since readers disagree on which one wins). Nesting deeper than `maxDepth` is refused, so a hostile
     /// body cannot exhaust the stack.
     public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         let array = Array(bytes)
@@ -98,7 +99,11 @@ struct JSONParser {
         while true {
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+            let keyOffset = index
             let key = try parseString()
+            guard members[key] == nil else {
+                throw JSONParseError(reason: "duplicate key \"\(key.prefix(64))\"", offset: keyOffset)
+            }
             skipWhitespace()
             guard index < buffer.count, buffer[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
