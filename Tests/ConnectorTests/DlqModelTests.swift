@@ -97,7 +97,7 @@ import Testing
         headers["x-delivery-count"] = 2
         headers["trace-id"] = "abc"
         let replayed = ReplayPolicy.replayHeaders(headers, replays: 1)
-        #expect(replayed == [DeadLetterHeader.replays: 2, "trace-id": "abc"])
+        #expect(replayed == [DeadLetterHeader.replays: 2, DeadLetterHeader.copy: "replay", "trace-id": "abc"])
         let policy = ReplayPolicy(maxReplays: 2)
         #expect(policy.allows(DeadLetterEntry(code: "X", replays: 1)))
         #expect(!policy.allows(DeadLetterEntry(code: "X", replays: 2)))
@@ -179,5 +179,14 @@ import Testing
         #expect(row.hasPrefix(#"j\u001b[31mred"#))
         #expect(row.contains(#"a\nb "#) && row.contains(#"X\u001b[2J\r\nY\\ "#))
         #expect(DlqOptions.printable("ok \u{202E}evil\u{85}") == #"ok \u202eevil\u0085"#)
+    }
+
+    @Test func aLongValueIsCutToItsColumnInTheTable() {
+        let long = String(repeating: "j", count: 10_000)
+        let row = DlqOptions.row(DeadLetterEntry(jobID: long, appID: String(repeating: "a", count: 40), code: "UNKNOWN_APP", lastFailedAt: nil))
+        #expect(row.count == DlqOptions.listHeader.count - "RECIPIENTS".count + 1, "\(row.count) characters")
+        #expect(row.hasPrefix(String(repeating: "j", count: 36) + "… " + String(repeating: "a", count: 16) + "… UNKNOWN_APP"))
+        let short = DlqOptions.row(DeadLetterEntry(jobID: "j1", appID: "a", code: "X", lastFailedAt: nil))
+        #expect(short.hasPrefix("j1" + String(repeating: " ", count: 36) + "a "))
     }
 }

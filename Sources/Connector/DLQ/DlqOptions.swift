@@ -85,13 +85,20 @@ enum DlqOptions {
         + "RECIPIENTS"
 
     /// One entry as a table row (`list`). The fields come from whoever published the job: control
-    /// characters (an ANSI escape, a newline) are shown escaped, never sent to the terminal.
+    /// characters (an ANSI escape, a newline) are shown escaped, never sent to the terminal, and a
+    /// value longer than its column is cut with `…` (`--json` prints them whole).
     static func row(_ e: DeadLetterEntry) -> String {
-        printable(e.jobID ?? "(no job id)").padding(to: 38) + printable(e.appID ?? "-").padding(to: 18)
-            + printable(e.code).padding(to: 24)
+        cell(e.jobID ?? "(no job id)", 38) + cell(e.appID ?? "-", 18) + cell(e.code, 24)
             + (e.attempts.map(String.init) ?? "-").padding(to: 9) + String(e.replays).padding(to: 8)
             + (e.firstFailedAt?.description ?? "-").padding(to: 21) + (e.lastFailedAt?.description ?? "-").padding(to: 21)
             + (e.targets.map(String.init) ?? "-")
+    }
+
+    /// `text` made printable, cut to `width - 1` characters (the last one `…` when cut) and padded.
+    static func cell(_ text: String, _ width: Int) -> String {
+        let shown = printable(text)
+        guard shown.count >= width else { return shown.padding(to: width) }
+        return String(shown.prefix(width - 2)) + "… "
     }
 
     /// `text` with C0 and C1 control characters, DEL, and the Unicode line separators and

@@ -1,5 +1,6 @@
 import AMQP
 import FoundationEssentials
+import Glibc
 import PushCore
 
 /// `push-connector dlq export FILE`: writes the matching DLQ messages to JSON Lines, losslessly,
@@ -27,13 +28,16 @@ public struct DlqExportCommand: Command {
         let json = arguments.has("--json")
         let path = arguments.positionals[0]
         let output: FileOutput
+        let temporary = path + ".partial-\(getpid())"
         if path == "-" {
             output = .standardOutput
         } else {
             guard !FileManager.default.fileExists(atPath: path) else {
                 throw CommandFailure("\(command): \(path) already exists; choose a new file name", exitCode: 2)
             }
-            guard let file = FileOutput.create(path: path) else { throw CommandFailure("\(command): cannot create \(path)", exitCode: 2) }
+            // Written beside FILE under a temporary name and renamed once complete: a failed export
+            // (a full disk, a broken connection) leaves no partial FILE that looks like a whole one.
+            guard let file = FileOutput.create(path: temporary) else { throw CommandFailure("\(command): cannot create \(temporary)", exitCode: 2) }
             output = file
         }
         let now = Timestamp.now()
@@ -60,10 +64,18 @@ public struct DlqExportCommand: Command {
             }
             try output.write(buffer)
             bytes += buffer.count
-            if path != "-" { try output.synchronize(); try output.close() }
+            if path != "-" {
+                try output.synchronize()
+                try output.close()
+                guard rename(temporary, path) == 0 else { throw FileWriteError(code: errno) }
+            }
         } catch {
             progress.finish()
-            throw CommandFailure("\(command): export to \(path) failed after \(exported) message(s): \(error)")
+            if path != "-" {
+                try? output.close()
+                unlink(temporary)
+            }
+            throw CommandFailure("\(command): export to \(path) failed after \(exported) message(s), nothing written to \(path): \(error)")
         }
         progress.finish()
         let summary = json
