@@ -1,3 +1,4 @@
+import EmulatorKit
 import Foundation
 import Synchronization
 import Testing
@@ -149,6 +150,23 @@ func temporaryDirectory() throws -> String {
         #expect(code == 2)
         #expect(err.contains("app a: credentials_file"))
         #expect(err.contains("missing.json"))
+    }
+
+    @Test func configCheckWarnsWhenAnAppIDsProjectIsNotItsServiceAccounts() async throws {
+        let dir = try temporaryDirectory()
+        let account = try ServiceAccountFactory.make(projectID: "other-project", clientEmail: "sa@other-project.iam.gserviceaccount.com",
+                                                     tokenURI: "https://oauth2.googleapis.com/token")
+        try account.write(toFile: "\(dir)/sa.json", atomically: true, encoding: .utf8)
+        let file = "\(dir)/apps.json"
+        try #"{"apps":[{"app_id":"a","project_id":"shop-prod","credentials_file":"sa.json"},"#
+            .appending(#"{"app_id":"b","project_id":"other-project","credentials_file":"sa.json"}]}"#)
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let (code, out, err) = await runCLI(["config", "check", file])
+        #expect(code == 0, "a warning does not fail the check: \(err)")
+        #expect(out.contains("2 App ID(s) OK"))
+        let warnings = err.split(separator: "\n")
+        #expect(warnings.count == 1, "\(err)")
+        #expect(warnings.first?.contains(#"app a: warning: project_id "shop-prod" is not the credentials' project_id "other-project""#) == true)
     }
 }
 

@@ -9,7 +9,8 @@ public struct ConfigCheckCommand: Command {
         extra options as FCM would read them (unknown names, ttl, priority, labels, links),
         rate_limit_per_minute, and that each credentials file (relative paths: from the App ID
         file's directory) is a readable, well-formed service account whose key loads.
-        Prints one line per problem (file, field, rule) and exits 2, or a summary and exits 0.
+        Prints one line per problem (file, field, rule) and exits 2, or a summary and exits 0; an
+        App ID whose project_id is not its service account's is warned about on standard error.
         (`worker --check` checks this and every other option too.)
         """,
         options: CommonOptions.fcmOptions.filter { $0.arity == .flag }, positionals: 1...1)
@@ -26,6 +27,8 @@ public struct ConfigCheckCommand: Command {
         let registry = try AppConfigurationFile.load(path)
         let problems = AppConfigurationFile.credentialProblems(registry, path: path, allowInsecureHTTP: allowInsecureHTTP)
         guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
+        // Warnings go to standard error and do not fail the check: the setup may be deliberate.
+        AppConfigurationFile.credentialWarnings(registry, path: path, allowInsecureHTTP: allowInsecureHTTP).forEach(context.console.err)
         context.console.out("\(path): \(registry.apps.count) App ID(s) OK: \(registry.appIDs.joined(separator: ", "))")
         return 0
     }

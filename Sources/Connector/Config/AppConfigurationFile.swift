@@ -46,6 +46,21 @@ public enum AppConfigurationFile {
         }
     }
 
+    /// Warnings about a valid configuration: an App ID whose `project_id` is not its service
+    /// account's `project_id`. Legal (an account may be granted the FCM role in another
+    /// project), but most often a copied file; sends go to `project_id`, and the account is
+    /// refused there (`PERMISSION_DENIED`) unless it was granted the role.
+    public static func credentialWarnings(_ registry: AppRegistry, path: String, allowInsecureHTTP: Bool) -> [String] {
+        registry.appIDs.compactMap { appID in
+            let app = registry[appID]!
+            guard let account = try? ServiceAccount.load(contentsOf: app.credentialsFile, allowInsecureHTTP: allowInsecureHTTP),
+                  account.projectID != app.projectID else { return nil }
+            return "\(path): app \(appID): warning: project_id \"\(app.projectID)\" is not the credentials' project_id "
+                + "\"\(account.projectID)\": sends go to \(app.projectID), where this service account needs the "
+                + "Firebase Cloud Messaging API Admin role"
+        }
+    }
+
     /// What a change on disk is detected by: the App ID file's bytes and those of every
     /// credentials file it names (content, not mtime: a ConfigMap update swaps a symlink and
     /// may keep the time). Nil when the App ID file cannot be read.
