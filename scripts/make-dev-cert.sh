@@ -2,7 +2,8 @@
 # Makes a throwaway development CA and a server certificate for 127.0.0.1 / localhost / ::1,
 # for running fcm-emulator over TLS (HTTP/2 via ALPN).
 #   usage: scripts/make-dev-cert.sh [OUTDIR]      (default: ./dev-certs)
-# DEV_CERT_DNS=name adds a DNS name (compose: fcm-emulator).
+# DEV_CERT_DNS=name adds a DNS name (compose: fcm-emulator). DEV_CERT_SAN=... replaces the whole
+# subjectAltName (e.g. DNS:wrong.example, for a certificate that does not name the server).
 # Writes OUTDIR/ca.pem (trust this in clients), OUTDIR/server.pem (chain), OUTDIR/server-key.pem.
 # Keys are for local testing only; never use them anywhere else.
 set -eu
@@ -19,7 +20,7 @@ cat > "$out/server.ext" <<EXT
 basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost${DEV_CERT_DNS:+,DNS:$DEV_CERT_DNS}
+subjectAltName=${DEV_CERT_SAN:-IP:127.0.0.1,IP:::1,DNS:localhost${DEV_CERT_DNS:+,DNS:$DEV_CERT_DNS}}
 EXT
 openssl x509 -req -in "$out/server.csr" -CA "$out/ca.pem" -CAkey "$out/ca-key.pem" -CAcreateserial \
   -days 825 -sha256 -extfile "$out/server.ext" -out "$out/server-cert.pem" 2>/dev/null

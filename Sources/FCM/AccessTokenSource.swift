@@ -117,7 +117,9 @@ public actor AccessTokenSource {
         let assertion = try JWTAssertion(account: account).signed(with: signer, issuedAt: issuedAt)
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
         let request = HTTPRequest(url: account.tokenURI,
-                                  headers: ["Content-Type: application/x-www-form-urlencoded"],
+                                  // "Expect:" off: over HTTP/1.1 libcurl would otherwise wait up to 1 s for a
+                                  // 100 Continue before sending the assertion.
+                                  headers: ["Content-Type: application/x-www-form-urlencoded", "Expect:"],
                                   body: Array(form.utf8))
         switch await transport.send(request) {
         case .failure(let error) where error.kind == .tls:

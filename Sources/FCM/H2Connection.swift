@@ -340,7 +340,9 @@ final class H2Connection {
         for id in expired {
             guard let exchange = streams.removeValue(forKey: id) else { continue }
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
-            exchange.finishInterrupted(pool.loop.timeoutError)
+            // Its body all handed to the stream: FCM may have it whole (possibly delivered).
+            let whole = exchange.bodySent >= exchange.request.body.count
+            exchange.finishInterrupted(whole ? pool.loop.sentTimeoutError : pool.loop.timeoutError)
         }
         if pingSentAt == nil {
             pingSentAt = now

@@ -12,9 +12,9 @@ import Testing
     @Test func aTimeoutAfterTheRequestWasSentWholeIsMarkedPossiblyDelivered() async throws {
         let fixture = try await PipelineFixture(retryTiers: [1])
         let worker = try fixture.makeWorker(maxAttempts: 2) { fcm in
-            fcm.transport.requestTimeout = .seconds(1)
+            fcm.transport.requestTimeout = .seconds(2)
         }
-        try await fixture.publish([jobJSON("slow", tokens: ["slow2500-device"])])
+        try await fixture.publish([jobJSON("slow", tokens: ["slow5000-device"])])
         let (shutdown, task) = fixture.startWorker(worker)
         let results = try await fixture.results(1, timeout: .seconds(30))
         let dead = try await fixture.take(1, from: fixture.topology.deadLetterQueue, timeout: .seconds(10))
@@ -29,7 +29,7 @@ import Testing
         #expect(String(decoding: result.encodedBytes(), as: UTF8.self).contains(#""possibly_delivered":true"#))
         #expect(dead.first?.properties.headers[DeadLetterHeader.possiblyDelivered] == .bool(true))
         // The emulator did take it, on each of the two attempts.
-        try await Task.sleep(for: .seconds(2))
-        #expect(fixture.emulator.recordedMessages().filter { $0.token == "slow2500-device" }.count == 2)
+        try await Task.sleep(for: .seconds(4))
+        #expect(fixture.emulator.recordedMessages().filter { $0.token == "slow5000-device" }.count == 2)
     }
 }

@@ -41,6 +41,22 @@ final class ScriptedTransport: HTTPTransport {
         await client.send(projectID: "shop-prod", messageBody: Array(#"{"message":{"token":"t"}}"#.utf8), credentials: Self.account)
     }
 
+    /// A token endpoint's 429 or 503 Retry-After is honoured: the project pauses at least that
+    /// long, the send waits (deferred, not an attempt), and no further token request is made.
+    @Test func aTokenEndpointsRetryAfterSetsThePause() async {
+        let transport = ScriptedTransport(tokenAnswer: { HTTPResponse(status: 429, body: Array("{}".utf8), retryAfter: "120") },
+                                          fcmAnswer: { HTTPResponse(status: 200, body: Array(#"{"name":"n"}"#.utf8)) })
+        let client = FCMClient(configuration: FCMClient.Configuration(), transport: transport)
+        let first = await send(client)
+        #expect(first.label == "deferred")
+        #expect(first.failure?.code == "OAUTH_UNAVAILABLE" && first.failure?.httpStatus == 429)
+        #expect(client.rateLimiter.pauseRemaining(project: "shop-prod") > .seconds(115))
+        #expect(client.rateLimiter.pausedProjects()[.token] == 1)
+        let second = await send(client)
+        #expect(second.failure?.code == "PROJECT_PAUSED")
+        #expect(transport.tokenRequests == 1 && transport.fcmRequests == 0)
+    }
+
     @Test func aForeign404PausesTheProjectInsteadOfJudgingTokens() async {
         let transport = ScriptedTransport(fcmAnswer: { HTTPResponse(status: 404, body: Array("<html>Not Found</html>".utf8)) })
         let client = FCMClient(configuration: FCMClient.Configuration(), transport: transport)

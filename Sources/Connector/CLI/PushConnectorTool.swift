@@ -19,6 +19,12 @@ public enum PushConnectorTool {
         (["dlq", "import"], DlqImportCommand.self, "publish an export file back into the DLQ"),
         (["dlq", "purge"], DlqPurgeCommand.self, "delete dead-lettered jobs (all or matching) with --yes"),
         (["events"], EventsCommand.self, "serve POST /event and store sends and events in SQLite"),
+        (["events", "dlq", "stats"], DeadLetterStatsCommand<EventsDeadLetters>.self, "count the events DLQ by code and age"),
+        (["events", "dlq", "list"], DeadLetterListCommand<EventsDeadLetters>.self, "list the events DLQ (non-destructive, order kept)"),
+        (["events", "dlq", "replay"], DeadLetterReplayCommand<EventsDeadLetters>.self, "move events DLQ messages back to the queue they came from"),
+        (["events", "dlq", "export"], DeadLetterExportCommand<EventsDeadLetters>.self, "write the events DLQ to JSON Lines, losslessly"),
+        (["events", "dlq", "import"], DeadLetterImportCommand<EventsDeadLetters>.self, "publish an export file back into the events DLQ"),
+        (["events", "dlq", "purge"], DeadLetterPurgeCommand<EventsDeadLetters>.self, "delete events DLQ messages (all or matching) with --yes"),
         (["stats"], StatsCommand.self, "print the funnel of a job, campaign or App ID"),
         (["health"], HealthCommand.self, "GET a health URL: exit 0 on 2xx, 1 otherwise (container HEALTHCHECK)"),
     ]

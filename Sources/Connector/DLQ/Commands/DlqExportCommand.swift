@@ -5,11 +5,13 @@ import PushCore
 
 /// `push-connector dlq export FILE`: writes the matching DLQ messages to JSON Lines, losslessly,
 /// without removing them.
-public struct DlqExportCommand: Command {
-    public static let spec = CommandSpec(
-        name: "dlq export", synopsis: "FILE|- [filters] [--limit N] [options]",
+/// `Queue` picks the jobs DLQ (`dlq …`) or the events DLQ (`events dlq …`).
+public struct DeadLetterExportCommand<Queue: DeadLetterQueueChoice>: Command {
+    public static var spec: CommandSpec {
+        CommandSpec(
+        name: Queue.commandPrefix + " export", synopsis: "FILE|- [filters] [--limit N] [options]",
         about: """
-        Writes the matching messages of <prefix>.jobs.dlq to FILE (- for standard output) as JSON Lines,
+        Writes the matching messages of \(Queue.queueHelp) to FILE (- for standard output) as JSON Lines,
         in queue order, one message per line: the body (its UTF-8 text when it is valid UTF-8 and JSON,
         else base64, named by "body_encoding"), every property, and every header with its AMQP type.
         Nothing is removed from the queue (purge afterwards with the same filters if you want that).
@@ -18,6 +20,7 @@ public struct DlqExportCommand: Command {
         options: [DlqOptions.limit("export at most N messages"), .flag("--json", "print the summary as one JSON object, no progress", setting: false)] + DlqOptions.filterOptions
             + CommonOptions.brokerOptions,
         positionals: 1...1)
+    }
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -42,7 +45,7 @@ public struct DlqExportCommand: Command {
         }
         let now = Timestamp.now()
         var exported = 0, read = 0, bytes = 0
-        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        let pass = try DeadLetterQueuePass(settings: settings, queue: Queue.queue(topology), command: command)
         let progress = DlqProgress(label: "exporting", total: pass.initialCount, quiet: json)
         var buffer = Data()
         do {
@@ -81,8 +84,11 @@ public struct DlqExportCommand: Command {
         let summary = json
             ? JSONValue.object(["exported": .int(Int64(exported)), "read": .int(Int64(read)), "file": .string(path),
                                 "bytes": .int(Int64(bytes))]).encodedString(.compact)
-            : "exported \(exported) of \(read) message(s) from \(topology.deadLetterQueue) to \(path) (\(bytes) bytes); the DLQ is unchanged"
+            : "exported \(exported) of \(read) message(s) from \(Queue.queue(topology)) to \(path) (\(bytes) bytes); the DLQ is unchanged"
         if path == "-" { context.console.err(summary) } else { context.console.out(summary) }
         return 0
     }
 }
+
+/// `push-connector dlq export`.
+public typealias DlqExportCommand = DeadLetterExportCommand<JobsDeadLetters>

@@ -4,11 +4,13 @@ import PushCore
 
 /// `push-connector dlq import FILE`: publishes the messages of a `dlq export` file back into the
 /// DLQ, in file order, with up to `--window` publishes in flight and the confirms read as a stream.
-public struct DlqImportCommand: Command {
-    public static let spec = CommandSpec(
-        name: "dlq import", synopsis: "FILE|- [--skip N] [--window N] [options]",
+/// `Queue` picks the jobs DLQ (`dlq …`) or the events DLQ (`events dlq …`).
+public struct DeadLetterImportCommand<Queue: DeadLetterQueueChoice>: Command {
+    public static var spec: CommandSpec {
+        CommandSpec(
+        name: Queue.commandPrefix + " import", synopsis: "FILE|- [--skip N] [--window N] [options]",
         about: """
-        Publishes every message of a `dlq export` file (- for standard input) into <prefix>.jobs.dlq, in
+        Publishes every message of a `dlq export` file (- for standard input) into \(Queue.queueHelp), in
         file order, with publisher confirms (up to --window in flight), bodies, properties and headers
         exactly as exported. The whole file is checked first: nothing is published if a line is not valid.
         """,
@@ -20,6 +22,7 @@ public struct DlqImportCommand: Command {
             .flag("--json", "print the summary as one JSON object, no progress", setting: false),
         ] + CommonOptions.brokerOptions,
         positionals: 1...1)
+    }
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -50,8 +53,8 @@ public struct DlqImportCommand: Command {
             throw CommandFailure("\(command): cannot connect to \(settings.redactedURL): \(error)")
         }
         defer { client.close() }
-        do { _ = try client.messageCount(queue: topology.deadLetterQueue) } catch {
-            throw CommandFailure("\(command): the DLQ \(topology.deadLetterQueue) does not exist (wrong --prefix? run topology declare): \(error)")
+        do { _ = try client.messageCount(queue: Queue.queue(topology)) } catch {
+            throw CommandFailure("\(command): the DLQ \(Queue.queue(topology)) does not exist (wrong --prefix? run topology declare): \(error)")
         }
         let window = try DlqOptions.window(arguments, command: command)
         let todo = max(0, total - skip)
@@ -80,7 +83,7 @@ public struct DlqImportCommand: Command {
                 seen += 1
                 guard seen > skip else { return true }
                 let record = try DeadLetterRecord.decode(line: line)
-                inFlight.append(try client.publish(exchange: "", routingKey: topology.deadLetterQueue, body: record.body,
+                inFlight.append(try client.publish(exchange: "", routingKey: Queue.queue(topology), body: record.body,
                                                    properties: record.properties, mandatory: true))
                 try readConfirms(wait: false)
                 while inFlight.count >= window { try readConfirms(wait: true) }
@@ -96,8 +99,11 @@ public struct DlqImportCommand: Command {
         progress.finish()
         context.console.out(json
             ? JSONValue.object(["imported": .int(Int64(imported)), "skipped": .int(Int64(min(skip, total))),
-                                "queue": .string(topology.deadLetterQueue)]).encodedString(.compact)
-            : "imported \(imported) message(s) into \(topology.deadLetterQueue), all confirmed")
+                                "queue": .string(Queue.queue(topology))]).encodedString(.compact)
+            : "imported \(imported) message(s) into \(Queue.queue(topology)), all confirmed")
         return 0
     }
 }
+
+/// `push-connector dlq import`.
+public typealias DlqImportCommand = DeadLetterImportCommand<JobsDeadLetters>

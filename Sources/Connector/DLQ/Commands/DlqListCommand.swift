@@ -2,11 +2,13 @@ import AMQP
 import PushCore
 
 /// `push-connector dlq list`: one line per dead-lettered job, without removing anything.
-public struct DlqListCommand: Command {
-    public static let spec = CommandSpec(
-        name: "dlq list", synopsis: "[--limit N] [filters] [--json] [options]",
+/// `Queue` picks the jobs DLQ (`dlq …`) or the events DLQ (`events dlq …`).
+public struct DeadLetterListCommand<Queue: DeadLetterQueueChoice>: Command {
+    public static var spec: CommandSpec {
+        CommandSpec(
+        name: Queue.commandPrefix + " list", synopsis: "[--limit N] [filters] [--json] [options]",
         about: """
-        Lists the dead-lettered jobs of <prefix>.jobs.dlq in queue order, one line each: job id, App ID,
+        Lists the dead-lettered jobs of \(Queue.queueHelp) in queue order, one line each: job id, App ID,
         code, attempts, replays, first and last failure, recipients. Nothing is removed and the order
         of the queue is kept (the whole queue is read even with --limit: RabbitMQ puts requeued
         messages at the back of a quorum queue, so every message must go round once).
@@ -15,6 +17,7 @@ public struct DlqListCommand: Command {
             DlqOptions.limit("show at most N jobs (default: all)"),
             .flag("--json", "one JSON object per line (JSON Lines), no header or summary", setting: false),
         ] + DlqOptions.filterOptions + CommonOptions.brokerOptions)
+    }
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -25,7 +28,7 @@ public struct DlqListCommand: Command {
         let json = arguments.has("--json")
         let now = Timestamp.now()
         var shown = 0, matching = 0, total = 0
-        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        let pass = try DeadLetterQueuePass(settings: settings, queue: Queue.queue(topology), command: command)
         let progress = DlqProgress(label: "reading", total: pass.initialCount, quiet: json)
         if !json { context.console.out(DlqOptions.listHeader) }
         do {
@@ -43,10 +46,13 @@ public struct DlqListCommand: Command {
             }
         } catch {
             progress.finish()
-            throw CommandFailure("\(command): reading \(topology.deadLetterQueue) failed: \(error)")
+            throw CommandFailure("\(command): reading \(Queue.queue(topology)) failed: \(error)")
         }
         progress.finish()
-        if !json { context.console.out("\(shown) shown, \(matching) matching, \(total) in \(topology.deadLetterQueue)") }
+        if !json { context.console.out("\(shown) shown, \(matching) matching, \(total) in \(Queue.queue(topology))") }
         return 0
     }
 }
+
+/// `push-connector dlq list`.
+public typealias DlqListCommand = DeadLetterListCommand<JobsDeadLetters>

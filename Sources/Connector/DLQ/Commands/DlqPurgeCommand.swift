@@ -3,11 +3,13 @@ import FoundationEssentials
 import PushCore
 
 /// `push-connector dlq purge --yes`: deletes dead-lettered jobs for good (all, or the matching ones).
-public struct DlqPurgeCommand: Command {
-    public static let spec = CommandSpec(
-        name: "dlq purge", synopsis: "--yes [filters] [--limit N] [options]",
+/// `Queue` picks the jobs DLQ (`dlq …`) or the events DLQ (`events dlq …`).
+public struct DeadLetterPurgeCommand<Queue: DeadLetterQueueChoice>: Command {
+    public static var spec: CommandSpec {
+        CommandSpec(
+        name: Queue.commandPrefix + " purge", synopsis: "--yes [filters] [--limit N] [options]",
         about: """
-        Deletes messages from <prefix>.jobs.dlq for good: every message (queue.purge) without filters,
+        Deletes messages from \(Queue.queueHelp) for good: every message (queue.purge) without filters,
         else only the matching ones (the others stay, in order). Refuses to run without --yes.
         Export first (`dlq export`) if you may want them back.
         """,
@@ -16,6 +18,7 @@ public struct DlqPurgeCommand: Command {
             DlqOptions.limit("delete at most N matching messages"),
             .flag("--json", "print the summary as one JSON object, no progress", setting: false),
         ] + DlqOptions.filterOptions + CommonOptions.brokerOptions)
+    }
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -27,7 +30,7 @@ public struct DlqPurgeCommand: Command {
         guard arguments.has("--yes") else {
             throw UsageError("\(command): refusing to delete without --yes (see what would go with dlq list and the same filters)")
         }
-        let queue = topology.deadLetterQueue
+        let queue = Queue.queue(topology)
         var purged = 0, read = 0
         if filter.isEmpty && limit == Int.max {
             purged = try DeadLetterQueuePass.purgeAll(settings: settings, queue: queue, command: command)
@@ -57,3 +60,6 @@ public struct DlqPurgeCommand: Command {
         return 0
     }
 }
+
+/// `push-connector dlq purge`.
+public typealias DlqPurgeCommand = DeadLetterPurgeCommand<JobsDeadLetters>

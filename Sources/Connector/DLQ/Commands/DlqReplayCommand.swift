@@ -6,12 +6,13 @@ import PushCore
 /// `push-connector dlq replay`: moves matching dead-lettered jobs back to the job exchange with up
 /// to `--window` publishes in flight, each DLQ copy acked after its confirm, so that a replay
 /// killed at any instant loses nothing and duplicates at most the window.
-public struct DlqReplayCommand: Command {
-    public static let spec = CommandSpec(
-        name: "dlq replay", synopsis: "[filters] [--limit N] [--rate N/s] [--window N] [--dry-run] [--to EXCHANGE/KEY] [options]",
+/// `Queue` picks the jobs DLQ (`dlq …`) or the events DLQ (`events dlq …`).
+public struct DeadLetterReplayCommand<Queue: DeadLetterQueueChoice>: Command {
+    public static var spec: CommandSpec {
+        CommandSpec(
+        name: Queue.commandPrefix + " replay", synopsis: "[filters] [--limit N] [--rate N/s] [--window N] [--dry-run] [--to EXCHANGE/KEY] [options]",
         about: """
-        Moves the matching jobs of <prefix>.jobs.dlq back to the job exchange <prefix>.jobs (routing key
-        job), in DLQ order, with up to --window publishes in flight: each job is removed from the DLQ
+        Moves the matching messages of \(Queue.queueHelp) back to \(Queue.replayHelp), in DLQ order, with up to --window publishes in flight: each job is removed from the DLQ
         once the broker confirmed it. Killed at any instant it loses nothing; at most the window of
         jobs in flight is then in both queues. Run it again to finish. Non-matching jobs stay in the
         DLQ, in order.
@@ -34,6 +35,7 @@ public struct DlqReplayCommand: Command {
             .flag("--json", "print the summary as one JSON object, no progress", setting: false),
         ] + DlqOptions.filterOptions + CommonOptions.brokerOptions,
         footer: "Exit status: 0 when every matching job was replayed, 1 when some were refused or failed.")
+    }
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -44,19 +46,18 @@ public struct DlqReplayCommand: Command {
         let rate = try DlqOptions.rate(arguments, command: command)
         let policy = ReplayPolicy(maxReplays: arguments.integer("--max-replays"),
                                   force: arguments.has("--force"))
-        var exchange = topology.jobsExchange, routingKey = topology.jobsRoutingKey
+        var fixed: (exchange: String, routingKey: String)?
         if let to = arguments.value("--to") {
             guard let slash = to.firstIndex(of: "/") else {
                 throw UsageError("\(command): --to must be EXCHANGE/ROUTING-KEY (e.g. push.jobs/job), got \"\(to)\"")
             }
-            exchange = String(to[..<slash])
-            routingKey = String(to[to.index(after: slash)...])
+            fixed = (String(to[..<slash]), String(to[to.index(after: slash)...]))
         }
         let dryRun = arguments.has("--dry-run"), json = arguments.has("--json")
         let now = Timestamp.now()
 
         let window = try DlqOptions.window(arguments, command: command)
-        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command,
+        let pass = try DeadLetterQueuePass(settings: settings, queue: Queue.queue(topology), command: command,
                                            window: dryRun ? DeadLetterQueuePass.readingWindow : window)
         let progress = DlqProgress(label: dryRun ? "checking" : "replaying", total: pass.initialCount, quiet: json)
         var picked = 0, refused = 0, read = 0, matching = 0
@@ -84,6 +85,7 @@ public struct DlqReplayCommand: Command {
                     let due = started.addingTimeInterval(Double(picked - 1) / rate).timeIntervalSinceNow
                     if due > 0 { OSThread.sleep(seconds: due) }
                 }
+                let (exchange, routingKey) = fixed ?? Queue.replayDestination(topology, headers: delivery.properties.headers)
                 var properties = ReplayPolicy.replayProperties(delivery.properties, replays: entry.replays)
                 properties.persistent = true
                 return .move(exchange: exchange, routingKey: routingKey, body: delivery.body, properties: properties)
@@ -96,7 +98,8 @@ public struct DlqReplayCommand: Command {
         refusedLines.forEach(context.console.err)
         if refused > refusedLines.count { context.console.err("\(command): … and \(refused - refusedLines.count) more refused") }
         let seconds = Date().timeIntervalSince(started)
-        let target = exchange.isEmpty ? "(default exchange)/\(routingKey)" : "\(exchange)/\(routingKey)"
+        let target = fixed.map { $0.exchange.isEmpty ? "(default exchange)/\($0.routingKey)" : "\($0.exchange)/\($0.routingKey)" }
+            ?? Queue.replayTarget(topology)
         if json {
             var summary: [String: JSONValue] = [
                 "dry_run": .bool(dryRun), "replayed": .int(Int64(replayed)), "refused": .int(Int64(refused)),
@@ -106,14 +109,17 @@ public struct DlqReplayCommand: Command {
             if let failure { summary["error"] = .string(failure) }
             context.console.out(JSONValue.object(summary).encodedString(.compact))
         } else {
-            context.console.out((dryRun ? "would replay" : "replayed") + " \(replayed) job(s) to \(target), \(refused) refused, "
-                + "\(read) read from \(topology.deadLetterQueue)"
+            context.console.out((dryRun ? "would replay" : "replayed") + " \(replayed) \(Queue.items) to \(target), \(refused) refused, "
+                + "\(read) read from \(Queue.queue(topology))"
                 + String(printf: " in %.1f s (%.0f/s)", seconds, seconds > 0 ? Double(replayed) / seconds : 0))
         }
         if let failure {
-            throw CommandFailure("\(command): stopped after \(replayed) replayed job(s): \(failure); "
+            throw CommandFailure("\(command): stopped after \(replayed) replayed \(Queue.items): \(failure); "
                 + "the jobs in flight (at most \(window)) stayed in the DLQ (they may also have reached \(target)); run the replay again to finish")
         }
         return refused > 0 ? 1 : 0
     }
 }
+
+/// `push-connector dlq replay`.
+public typealias DlqReplayCommand = DeadLetterReplayCommand<JobsDeadLetters>

@@ -2,16 +2,19 @@ import AMQP
 import PushCore
 
 /// `push-connector dlq stats`: counts of the DLQ by code, App ID and age; oldest and newest.
-public struct DlqStatsCommand: Command {
-    public static let spec = CommandSpec(
-        name: "dlq stats", synopsis: "[filters] [--json] [options]",
+/// `Queue` picks the jobs DLQ (`dlq …`) or the events DLQ (`events dlq …`).
+public struct DeadLetterStatsCommand<Queue: DeadLetterQueueChoice>: Command {
+    public static var spec: CommandSpec {
+        CommandSpec(
+        name: Queue.commandPrefix + " stats", synopsis: "[filters] [--json] [options]",
         about: """
-        Counts the dead-lettered jobs of <prefix>.jobs.dlq by push-error-code, by App ID and by age of
+        Counts the dead-lettered jobs of \(Queue.queueHelp) by push-error-code, by App ID and by age of
         the last failure (<1h, 1h-24h, 1d-7d, >7d), with the oldest and newest failure. Reads the whole
         queue without removing anything; the order of the queue is kept.
         """,
         options: [.flag("--json", "one JSON object instead of text", setting: false)] + DlqOptions.filterOptions
             + CommonOptions.brokerOptions)
+    }
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
@@ -22,7 +25,7 @@ public struct DlqStatsCommand: Command {
         let json = arguments.has("--json")
         let now = Timestamp.now()
         var stats = DeadLetterStats(now: now)
-        let pass = try DeadLetterQueuePass(settings: settings, queue: topology.deadLetterQueue, command: command)
+        let pass = try DeadLetterQueuePass(settings: settings, queue: Queue.queue(topology), command: command)
         let progress = DlqProgress(label: "reading", total: pass.initialCount, quiet: json)
         do {
             try pass.run { delivery in
@@ -33,14 +36,17 @@ public struct DlqStatsCommand: Command {
             }
         } catch {
             progress.finish()
-            throw CommandFailure("\(command): reading \(topology.deadLetterQueue) failed: \(error)")
+            throw CommandFailure("\(command): reading \(Queue.queue(topology)) failed: \(error)")
         }
         progress.finish()
         if json {
-            context.console.out(stats.json(queue: topology.deadLetterQueue).encodedString(.compact))
+            context.console.out(stats.json(queue: Queue.queue(topology)).encodedString(.compact))
         } else {
-            stats.lines(queue: topology.deadLetterQueue).forEach(context.console.out)
+            stats.lines(queue: Queue.queue(topology)).forEach(context.console.out)
         }
         return 0
     }
 }
+
+/// `push-connector dlq stats`.
+public typealias DlqStatsCommand = DeadLetterStatsCommand<JobsDeadLetters>
