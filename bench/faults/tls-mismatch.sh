@@ -20,6 +20,7 @@ if [ -z "$bin" ]; then
   bin=$(swift build -c release --show-bin-path)
 fi
 state=$(mktemp -d /tmp/tls-mismatch.XXXXXX)
+chmod 755 "$state"  # the broker runs as rabbitmq and keeps its node folder inside
 broker_dir=$state/broker
 pids=()
 cleanup() {
@@ -49,12 +50,10 @@ cat >"$state/apps.json" <<JSON
 {"apps":[{"app_id":"shop-android","project_id":"shop-prod","credentials_file":"$state/sa.json"}]}
 JSON
 "$bin/push-connector" topology declare >/dev/null
-mkdir -p "$state/jobs"
 for i in $(seq "$jobs"); do
-  printf '{"job_id":"tls-%s","app_id":"shop-android","notification":{"title":"T"},"recipients":[{"token":"tok-%s"}]}' "$i" "$i" \
-    >"$state/jobs/$i.json"
-done
-find "$state/jobs" -name '*.json' -print0 | xargs -0 "$bin/push-connector" send --no-validate >/dev/null
+  printf '{"job_id":"tls-%s","app_id":"shop-android","notification":{"title":"T"},"recipients":[{"token":"tok-%s"}]}\n' "$i" "$i"
+done >"$state/jobs.jsonl"
+"$bin/push-connector" send --no-validate "$state/jobs.jsonl" >/dev/null
 
 started=$(date +%s.%N)
 "$bin/push-connector" worker --config "$state/apps.json" --no-declare --fcm-url "https://127.0.0.1:$fcm_port" \
