@@ -167,8 +167,21 @@ import Testing
         defer { transport.shutdown() }
         let started = ContinuousClock.now
         let error = try #require(Self.error(await transport.send(Self.request(url: "http://127.0.0.1:\(silent.port)/v1/x", token: "t"))))
-        #expect(error.kind == .timeout, "\(error)")
+        // The request went whole into the socket (h2c needs no answer before it): possibly delivered.
+        #expect(error.kind == .timeoutAfterSend, "\(error)")
         #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    /// A request that never left (its TLS handshake never finished) times out as plain
+    /// `.timeout`: FCM cannot have it, so nothing is marked possibly delivered.
+    @Test func aRequestThatNeverLeftTimesOutAsNotSent() async throws {
+        let silent = try SilentPort()
+        defer { silent.close() }
+        let transport = Self.transport { $0.requestTimeout = .milliseconds(400) }
+        defer { transport.shutdown() }
+        let error = try #require(Self.error(await transport.send(Self.request(url: "https://127.0.0.1:\(silent.port)/v1/x", token: "t"))))
+        #expect(error.kind == .timeout, "\(error)")
+        #expect(error.code == "TRANSPORT_TIMEOUT")
     }
 
     /// A connection whose peer stops answering (here: never did) is dropped after its request
@@ -179,10 +192,10 @@ import Testing
         let transport = Self.transport { $0.requestTimeout = .milliseconds(300) }
         defer { transport.shutdown() }
         let url = "http://127.0.0.1:\(silent.port)/v1/x"
-        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeout)
+        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeoutAfterSend)
         #expect(transport.connectionsOpened == 1)
         try await Task.sleep(for: .milliseconds(1500))  // the PING's 1 s and a scan
-        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeout)
+        #expect(Self.error(await transport.send(Self.request(url: url, token: "t")))?.kind == .timeoutAfterSend)
         #expect(transport.connectionsOpened == 2)
     }
 
@@ -214,7 +227,7 @@ import Testing
         #expect((try? await fixture.send(token: "warm-up").get().status) == 200)
         let started = ContinuousClock.now
         let error = try #require(Self.error(await fixture.send(token: "slow3000-x")))
-        #expect(error.kind == .timeout, "\(error)")
+        #expect(error.kind == .timeoutAfterSend, "\(error)")
         #expect(ContinuousClock.now - started < .seconds(2))
         #expect(!error.description.contains("Bearer"))
         #expect((try? await fixture.send(token: "after").get().status) == 200)

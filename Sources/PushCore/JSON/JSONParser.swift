@@ -10,8 +10,8 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 extension JSONValue {
     /// Parses one JSON document (RFC 8259, strict: no comments, no trailing commas, no NaN, no
     /// key twice in one object: `{"app_id":"a","app_id":"b"}` is refused rather than read as
-    /// either, since readers disagree on which one wins). Nesting deeper than `maxDepth` is refused, so a hostile
-    /// body cannot exhaust the stack.
+    /// either, since readers disagree on which one wins). Nesting deeper than `maxDepth` is
+    /// refused, so a hostile body cannot exhaust the stack.
     public static func parse<Bytes: Collection<UInt8>>(_ bytes: Bytes, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         let array = Array(bytes)
         return try array.withUnsafeBufferPointer { buffer throws(JSONParseError) in
