@@ -198,12 +198,6 @@ public final class ProjectRateLimiter: Sendable {
         quotaPauseHandler.withLock { $0 }?(project, duration)
     }
 
-    /// Records an authentication or configuration failure for `project`: pause it for
-    /// `configurationPause`, so a broken setup is not hammered once per message.
-    public func recordConfigurationFailure(project: String, reason: PauseReason = .config) {
-        pause(project: project, for: configuration.configurationPause, reason: reason)
-    }
-
     /// Records a fault of the setup for `project` (`tls`, `auth`, `token`, `config`): pause it for
     /// `duration`, or for the pause its reason implies when nil (`tokenOutagePause` for `token`,
     /// `configurationPause` otherwise). True when this started a pause (the project was not
