@@ -75,11 +75,11 @@ public enum FailureHeaders {
     /// The headers of a retry copy after a delivery failed at `now`: `attempts` made so far, the
     /// first failure (this one when there was none) and the replay count (when not 0). Nothing
     /// else of the delivery travels, RabbitMQ's `x-*` headers least of all.
-    public static func retry(attempts: Int, history: DeliveryHistory, now: Timestamp, possiblyDelivered: Bool = false) -> AMQPTable {
+    public static func retry(attempts: Int, history: DeliveryHistory, now: Timestamp) -> AMQPTable {
         var headers: AMQPTable = [DeadLetterHeader.retryAttempt: .int(Int64(attempts)),
                                   DeadLetterHeader.firstFailedAt: .string((history.firstFailedAt ?? now).description)]
         if history.replays != 0 { headers[DeadLetterHeader.replays] = .int(Int64(history.replays)) }
-        if possiblyDelivered || history.possiblyDelivered { headers[DeadLetterHeader.possiblyDelivered] = .bool(true) }
+        if history.possiblyDelivered { headers[DeadLetterHeader.possiblyDelivered] = .bool(true) }
         return headers
     }
 

@@ -293,10 +293,11 @@ public struct JobProcessor: Sendable {
     func outbound(_ plan: JobPlan, history: DeliveryHistory, now: Timestamp) -> [OutboundMessage] {
         var messages = results(plan.results, history: history)
         if let retry = plan.retry, let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds) {
+            var retried = history  // the copy carries this attempt's possibly-delivered mark too, as a dead letter does
+            retried.possiblyDelivered = retried.possiblyDelivered || retry.possiblyDelivered
             messages.append(OutboundMessage(exchange: topology.retryExchange, routingKey: tier.routingKey,
                                             body: Data(retry.job.encoded().encodedBytes()),
-                                            headers: FailureHeaders.retry(attempts: retry.attempts, history: history, now: now,
-                                                                          possiblyDelivered: retry.possiblyDelivered),
+                                            headers: FailureHeaders.retry(attempts: retry.attempts, history: retried, now: now),
                                             kind: .retry, label: tier.name, reason: "next attempt \(retry.attempts + 1): \(retry.reason)"))
         }
         for dead in plan.deadLetters {

@@ -12,7 +12,8 @@ public struct DeadLetterReplayCommand<Queue: DeadLetterQueueChoice>: Command {
         CommandSpec(
         name: Queue.commandPrefix + " replay", synopsis: "[filters] [--limit N] [--rate N/s] [--window N] [--dry-run] [--to EXCHANGE/KEY] [options]",
         about: """
-        Moves the matching messages of \(Queue.queueHelp) back to \(Queue.replayHelp), in DLQ order, with up to --window publishes in flight: each job is removed from the DLQ
+        Moves the matching messages of \(Queue.queueHelp) back to \(Queue.replayHelp), in DLQ
+        order, with up to --window publishes in flight: each job is removed from the DLQ
         once the broker confirmed it. Killed at any instant it loses nothing; at most the window of
         jobs in flight is then in both queues. Run it again to finish. Non-matching jobs stay in the
         DLQ, in order.
