@@ -103,15 +103,39 @@ public final class FCMClient: Sendable {
         return await exchange(newExchange(projectID, messageBody, credentials))
     }
 
+    /// Takes the turn of a send of `projectID` at its project's rate before the caller spends
+    /// anything on it, and calls `go` once it may start (from any thread; at once on this one
+    /// when it may start now): `go(true)` when its turn is taken (start it with `placed: true`),
+    /// `go(false)` when none was (paused, or its turn beyond `maxHeldWait`: `start` defers it).
+    /// A send over the rate so waits without a task and without a permit of the caller's, at
+    /// most `maxHeldWait`, instead of going through a retry tier.
+    public func pace(projectID: String, then go: @escaping @Sendable (_ placed: Bool) -> Void) {
+        switch rateLimiter.hold(project: projectID) {
+        case .now(.granted): go(true)
+        case .now(.deferred): go(false)
+        case .paced(let delay): PacedWakeups.shared.call(after: delay) { go(true) }
+        }
+    }
+
     /// `send`, with the answer given to `completion` (from any thread) instead of returned. In
     /// the common case (the project not paced, the access token cached, a transport permit free)
     /// nothing waits as a task while FCM answers: the request in flight costs its callbacks. Any
     /// other case, and a resend (connection loss, a 401), continues as `send` does, in a task.
-    public func start(projectID: String, messageBody: [UInt8], credentials: ServiceAccount,
+    ///
+    /// `placed`: the send's turn at its project's rate was taken by `pace`; it is not taken again,
+    /// and the send is deferred only if the project was paused meanwhile.
+    public func start(projectID: String, messageBody: [UInt8], credentials: ServiceAccount, placed: Bool = false,
                       completion: @escaping @Sendable (FCMOutcome) -> Void) {
         if let refused = Self.refusal(projectID: projectID) { return completion(refused) }
         let exchange = newExchange(projectID, messageBody, credentials)
-        switch rateLimiter.decide(project: projectID) {
+        let decision: ProjectRateLimiter.Decision
+        if placed {
+            let pause = rateLimiter.pauseRemaining(project: projectID)
+            decision = .now(pause > .zero ? .deferred(pause) : .granted)
+        } else {
+            decision = rateLimiter.decide(project: projectID)
+        }
+        switch decision {
         case .now(.deferred(let delay)):
             return completion(Self.paused(projectID, retryAfter: delay))
         case .paced(let delay):

@@ -6,7 +6,8 @@ import OSThread
 /// timer per send (`Task.sleep`) cost more CPU and context switches than the send itself. Here
 /// the cost is one wake-up per millisecond whatever the number of waiters.
 ///
-/// A cancelled waiter is resumed at once. The thread starts with the first wait and stays.
+/// A waiter is a suspended task (`sleep`) or a callback (`call`), which waits without holding a
+/// task. A cancelled task is resumed at once. The thread starts with the first wait and stays.
 final class PacedWakeups: @unchecked Sendable {
     /// The one instance of the process.
     static let shared = PacedWakeups()
@@ -18,7 +19,7 @@ final class PacedWakeups: @unchecked Sendable {
     private struct Waiter {
         let deadline: ContinuousClock.Instant
         let id: UInt64
-        let continuation: CheckedContinuation<Void, Never>
+        let resume: @Sendable () -> Void
     }
 
     private let condition = OSCondition()
@@ -43,11 +44,23 @@ final class PacedWakeups: @unchecked Sendable {
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                enqueue(Waiter(deadline: deadline, id: id, continuation: continuation))
+                enqueue(Waiter(deadline: deadline, id: id, resume: { continuation.resume() }))
             }
         } onCancel: {
             wakeEarly(id)
         }
+    }
+
+    /// Calls `action` after `delay` (never before; up to `batching` later), from this type's
+    /// thread; at once, on the caller's thread, when `delay` is not positive.
+    func call(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
+        guard delay > .zero else { return action() }
+        let id = condition.withLock {
+            nextID &+= 1
+            arriving.insert(nextID)
+            return nextID
+        }
+        enqueue(Waiter(deadline: ContinuousClock.now + delay, id: id, resume: action))
     }
 
     private func enqueue(_ waiter: Waiter) {
@@ -55,7 +68,7 @@ final class PacedWakeups: @unchecked Sendable {
         arriving.remove(waiter.id)
         if cancelledEarly.remove(waiter.id) != nil {
             condition.unlock()
-            waiter.continuation.resume()
+            waiter.resume()
             return
         }
         if !started {
@@ -78,7 +91,7 @@ final class PacedWakeups: @unchecked Sendable {
         }
         let waiter = waiters.remove(at: index)
         condition.unlock()
-        waiter.continuation.resume()
+        waiter.resume()
     }
 
     private func run() {
@@ -100,7 +113,7 @@ final class PacedWakeups: @unchecked Sendable {
             due.append(contentsOf: waiters[..<count])
             waiters.removeFirst(count)
             condition.unlock()
-            for waiter in due { waiter.continuation.resume() }
+            for waiter in due { waiter.resume() }
             due.removeAll(keepingCapacity: true)
             condition.lock()
         }

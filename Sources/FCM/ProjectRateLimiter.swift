@@ -24,8 +24,14 @@ public final class ProjectRateLimiter: Sendable {
         /// How long a project pauses after its token endpoint failed in a way that may clear by
         /// itself (5xx, 429, garbage, unreachable), unless its `Retry-After` asks for longer.
         public var tokenOutagePause: Duration = .seconds(10)
-        /// Longest a caller waits in `acquire`; beyond it `acquire` answers `.deferred`.
+        /// Longest a caller waits in `acquire` (for a pause, or for its turn at the rate); beyond
+        /// it `acquire` answers `.deferred`.
         public var maxWait: Duration = .seconds(5)
+        /// Longest a send over its project's rate is held for its turn by `hold`, which a sender
+        /// asks before the send takes a send-window permit. Beyond it the send is deferred to a
+        /// retry tier. 30 s: the retry tier a longer wait would go through anyway, so holding
+        /// never sends later than deferring, and costs no copy on the broker.
+        public var maxHeldWait: Duration = .seconds(30)
         public init() {}
     }
 
@@ -149,12 +155,13 @@ public final class ProjectRateLimiter: Sendable {
         return TokenBucket(perMinute: perMinute, burst: burst, now: instant)
     }
 
-    /// Pure step: reserves one send for `project` at the current instant.
-    func reserve(project: String) -> TokenBucket.Reservation {
+    /// Pure step: reserves one send for `project` at the current instant, waiting up to
+    /// `maxWait` for a pause and up to the larger of it and `maxPacing` in all.
+    func reserve(project: String, maxPacing: Duration = .zero) -> TokenBucket.Reservation {
         let instant = now()
         return buckets.withLock { buckets in
             var bucket = buckets[project] ?? newBucket(project, now: instant)
-            let reservation = bucket.reserve(now: instant, maxWait: configuration.maxWait)
+            let reservation = bucket.reserve(now: instant, maxWait: configuration.maxWait, maxPacing: maxPacing)
             buckets[project] = bucket
             return reservation
         }
@@ -170,6 +177,18 @@ public final class ProjectRateLimiter: Sendable {
     /// once `waitOut` has waited out the returned pacing delay.
     public func decide(project: String) -> Decision {
         switch reserve(project: project) {
+        case .granted: .now(.granted)
+        case .deferred(let delay): .now(.deferred(delay))
+        case .grantedAfter(let delay): .paced(delay)
+        }
+    }
+
+    /// `decide` for a send that will wait for its turn before it takes any other resource
+    /// (a send-window permit): its turn may be up to `maxHeldWait` away, not only `maxWait`. A
+    /// paced answer is the delay to wait (without a task: `FCMClient.pace`); the send then starts
+    /// without reserving again, deferred only if a pause began meanwhile.
+    public func hold(project: String) -> Decision {
+        switch reserve(project: project, maxPacing: configuration.maxHeldWait) {
         case .granted: .now(.granted)
         case .deferred(let delay): .now(.deferred(delay))
         case .grantedAfter(let delay): .paced(delay)

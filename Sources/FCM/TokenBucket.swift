@@ -38,7 +38,9 @@ struct TokenBucket: Sendable {
         case deferred(Duration)
     }
 
-    mutating func reserve(now: ContinuousClock.Instant, maxWait: Duration) -> Reservation {
+    /// Reserves one token: deferred when a pause lasts longer than `maxWait`, or when the whole
+    /// wait (pause and pacing) exceeds the larger of `maxWait` and `maxPacing`.
+    mutating func reserve(now: ContinuousClock.Instant, maxWait: Duration, maxPacing: Duration = .zero) -> Reservation {
         refill(now: now)
         let pause = pausedUntil.map { $0 > now ? now.duration(to: $0) : .zero } ?? .zero
         if pause > maxWait { return .deferred(pause) }
@@ -46,7 +48,7 @@ struct TokenBucket: Sendable {
         // all at once when it ends.
         let debtWait: Duration = tokens >= 1 ? .zero : .seconds((1 - tokens) / tokensPerSecond)
         let wait = pause + debtWait
-        if wait > maxWait { return .deferred(wait) }
+        if wait > max(maxWait, maxPacing) { return .deferred(wait) }
         tokens -= 1
         return wait == .zero ? .granted : .grantedAfter(wait)
     }

@@ -89,7 +89,8 @@ final class WorkerProcess {
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw FixtureError("cannot create \(logPath)") }
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
         process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix,
-                             "--retry-tiers", "1", "--fcm-url", f.emulator.baseURL, "--no-declare"] + extra
+                             "--retry-tiers", f.topology.retryTiers.map { String($0.delaySeconds) }.joined(separator: ","),
+                             "--fcm-url", f.emulator.baseURL, "--no-declare"] + extra
         process.environment = ["PATH": "/usr/bin:/bin"]
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try process.run()

@@ -94,6 +94,11 @@ struct PrometheusExposition {
         }
     }
 
+    /// The sum of every sample named `name`, whatever its labels (0 when there is none).
+    func sum(_ name: String) -> Double {
+        samples.filter { $0.name == name }.reduce(0) { $0 + $1.value }
+    }
+
     /// The value of the one sample named `name` with exactly `labels`, nil when absent.
     func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
         samples.first { $0.name == name && $0.labels == labels }?.value

@@ -126,14 +126,16 @@ public struct JobProcessor: Sendable {
             return true
         }
         let sender = admitted.intake.sender, window = sendWindow
-        let composeAndSend: @Sendable (Int) -> Void = { _ in
-            if stop() {
-                window?.release(1)
-                return sent(SentJob(sends: nil))
+        sender.pace(app: ready.app) { placed in
+            let composeAndSend: @Sendable (Int) -> Void = { _ in
+                if stop() {
+                    window?.release(1)
+                    return sent(SentJob(sends: nil))
+                }
+                self.composeAndStart(ready, sender: sender, placed: placed, proceed: { true }) { sent(SentJob(sends: $0)) }
             }
-            composeAndStart(ready, sender: sender, proceed: { true }) { sent(SentJob(sends: $0)) }
+            if let window { window.acquire(1, then: composeAndSend) } else { composeAndSend(0) }
         }
-        if let window { window.acquire(1, then: composeAndSend) } else { composeAndSend(0) }
         return true
     }
 
@@ -141,7 +143,7 @@ public struct JobProcessor: Sendable {
     /// `sent` gets the composition outcome and what the send gave, once the permit is given back.
     /// A target that cannot be composed, or whose send `proceed()` (asked on the caller's thread)
     /// refuses, is not sent: it gives its permit back at once and is planned as not sent.
-    private func composeAndStart(_ ready: ReadyJob, sender: any PushSender, proceed: () -> Bool,
+    private func composeAndStart(_ ready: ReadyJob, sender: any PushSender, placed: Bool, proceed: () -> Bool,
                                  sent: @escaping @Sendable (TargetSends) -> Void) {
         let window = sendWindow, gauge = unsentGauge
         let outcome = ready.prepared.compose(0)
@@ -151,7 +153,7 @@ public struct JobProcessor: Sendable {
         }
         let settled = outcome.settled
         gauge?.increment()
-        sender.start(message.body, app: ready.app) { delivered in
+        sender.start(message.body, app: ready.app, placed: placed) { delivered in
             gauge?.decrement()
             window?.release(1)
             sent(([settled], [0: delivered]))
@@ -239,13 +241,14 @@ public struct JobProcessor: Sendable {
     /// `send` of a job with one target: `startSending`'s steps, waited for in this task (not sent
     /// once the task is cancelled).
     private func sendOne(_ ready: ReadyJob, sender: any PushSender, stop: @Sendable () -> Bool) async -> TargetSends? {
+        let placed = await sender.pace(app: ready.app)
         if let window = sendWindow { _ = await window.acquire(1) }
         if stop() {
             sendWindow?.release(1)
             return nil
         }
         return await withCheckedContinuation { continuation in
-            composeAndStart(ready, sender: sender, proceed: { !Task.isCancelled }) { continuation.resume(returning: $0) }
+            composeAndStart(ready, sender: sender, placed: placed, proceed: { !Task.isCancelled }) { continuation.resume(returning: $0) }
         }
     }
 
@@ -261,7 +264,9 @@ public struct JobProcessor: Sendable {
         let gauge = unsentGauge
         var sending = true
         for index in 0..<count {
+            var placed = false
             if sending {
+                placed = await sender.pace(app: ready.app)  // a turn at the project's rate before a window permit
                 if let window { _ = await window.acquire(1) }
                 if stop() || Task.isCancelled {
                     sending = false
@@ -279,7 +284,7 @@ public struct JobProcessor: Sendable {
             }
             gauge?.increment()
             delivered.started()
-            sender.start(message.body, app: ready.app) { outcome in
+            sender.start(message.body, app: ready.app, placed: placed) { outcome in
                 gauge?.decrement()
                 window?.release(1)
                 delivered.record(outcome, at: index)

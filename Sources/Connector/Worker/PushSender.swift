@@ -7,14 +7,26 @@ import PushCore
 public protocol PushSender: Sendable {
     func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome
     /// `send`, with the outcome given to `completion` (from any thread): a sender that can
-    /// holds no task while the request is in flight.
-    func start(_ body: [UInt8], app: AppConfiguration, completion: @escaping @Sendable (DeliveryOutcome) -> Void)
+    /// holds no task while the request is in flight. `placed`: `pace` took the send's turn.
+    func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void)
+    /// Takes the turn of the App ID's next send at its project's rate, before the send is
+    /// composed or takes a send-window permit, and calls `go` once it may start (from any thread):
+    /// true when the turn is taken (hand it to `start` as `placed`), false when `start` decides.
+    func pace(app: AppConfiguration, then go: @escaping @Sendable (_ placed: Bool) -> Void)
 }
 
 extension PushSender {
     /// `send` in a task of its own.
-    public func start(_ body: [UInt8], app: AppConfiguration, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+    public func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
         Task { completion(await send(body, app: app)) }
+    }
+
+    /// No rate of its own: `go(false)` at once.
+    public func pace(app: AppConfiguration, then go: @escaping @Sendable (_ placed: Bool) -> Void) { go(false) }
+
+    /// `pace`, waited for in the caller's task.
+    func pace(app: AppConfiguration) async -> Bool {
+        await withCheckedContinuation { continuation in pace(app: app) { continuation.resume(returning: $0) } }
     }
 }
 
@@ -54,11 +66,15 @@ public final class FCMPushSender: PushSender {
         return DeliveryOutcome(await client.send(projectID: app.projectID, messageBody: body, credentials: account))
     }
 
-    public func start(_ body: [UInt8], app: AppConfiguration, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+    public func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
         guard let account = accounts[app.appID] else {
             return completion(.configurationFailed(ResultError(code: "CONFIGURATION_ERROR", message: "no credentials loaded for app \(app.appID)")))
         }
-        client.start(projectID: app.projectID, messageBody: body, credentials: account) { completion(DeliveryOutcome($0)) }
+        client.start(projectID: app.projectID, messageBody: body, credentials: account, placed: placed) { completion(DeliveryOutcome($0)) }
+    }
+
+    public func pace(app: AppConfiguration, then go: @escaping @Sendable (_ placed: Bool) -> Void) {
+        client.pace(projectID: app.projectID, then: go)
     }
 }
 
