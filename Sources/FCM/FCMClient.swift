@@ -41,6 +41,8 @@ public final class FCMClient: Sendable {
     public let configuration: Configuration
     public let tokens: AccessTokenSource
     public let rateLimiter: ProjectRateLimiter
+    /// The sends of each project waiting for their turn at its rate (`pace`).
+    let pacing: PacingLine
     private let transport: any HTTPTransport
     /// Shut down by `shutdown()`: the transports this client made.
     private let ownedShutdowns: [@Sendable () -> Void]
@@ -85,6 +87,7 @@ public final class FCMClient: Sendable {
         tokens = AccessTokenSource(transport: tokenTransport, refreshMargin: configuration.tokenRefreshMargin,
                                    minimumLifetime: configuration.minimumTokenLifetime, observer: configuration.observer)
         rateLimiter = ProjectRateLimiter(configuration: configuration.rateLimit)
+        pacing = PacingLine(limiter: rateLimiter)
     }
 
     /// The code of a send held back before it left this process: the project is paused (429,
@@ -106,15 +109,11 @@ public final class FCMClient: Sendable {
     /// Takes the turn of a send of `projectID` at its project's rate before the caller spends
     /// anything on it, and calls `go` once it may start (from any thread; at once on this one
     /// when it may start now): `go(true)` when its turn is taken (start it with `placed: true`),
-    /// `go(false)` when none was (paused, or its turn beyond `maxHeldWait`: `start` defers it).
-    /// A send over the rate so waits without a task and without a permit of the caller's, at
-    /// most `maxHeldWait`, instead of going through a retry tier.
+    /// `go(false)` when none was (`start` decides, and defers it). A send over the rate waits
+    /// in its project's line (`PacingLine`) without a task and without a permit of the
+    /// caller's, instead of going through a retry tier.
     public func pace(projectID: String, then go: @escaping @Sendable (_ placed: Bool) -> Void) {
-        switch rateLimiter.hold(project: projectID) {
-        case .now(.granted): go(true)
-        case .now(.deferred): go(false)
-        case .paced(let delay): PacedWakeups.shared.call(after: delay) { go(true) }
-        }
+        pacing.enter(project: projectID, go: go)
     }
 
     /// `send`, with the answer given to `completion` (from any thread) instead of returned. In

@@ -27,11 +27,13 @@ public final class ProjectRateLimiter: Sendable {
         /// Longest a caller waits in `acquire` (for a pause, or for its turn at the rate); beyond
         /// it `acquire` answers `.deferred`.
         public var maxWait: Duration = .seconds(5)
-        /// Longest a send over its project's rate is held for its turn by `hold`, which a sender
-        /// asks before the send takes a send-window permit. Beyond it the send is deferred to a
-        /// retry tier. 30 s: the retry tier a longer wait would go through anyway, so holding
-        /// never sends later than deferring, and costs no copy on the broker.
-        public var maxHeldWait: Duration = .seconds(30)
+        /// Longest a send over its project's rate waits in its project's line (`PacingLine`)
+        /// before it is deferred to a retry tier.
+        public var maxHeldWait: Duration = .seconds(300)
+        /// A project's sends join its line only while no other project got a send through at
+        /// once within this span: otherwise they would fill the prefetch window and hold the
+        /// other projects' jobs to their pace.
+        public var contentionWindow: Duration = .seconds(2)
         public init() {}
     }
 
@@ -155,13 +157,12 @@ public final class ProjectRateLimiter: Sendable {
         return TokenBucket(perMinute: perMinute, burst: burst, now: instant)
     }
 
-    /// Pure step: reserves one send for `project` at the current instant, waiting up to
-    /// `maxWait` for a pause and up to the larger of it and `maxPacing` in all.
-    func reserve(project: String, maxPacing: Duration = .zero) -> TokenBucket.Reservation {
+    /// Pure step: reserves one send for `project` at the current instant.
+    func reserve(project: String) -> TokenBucket.Reservation {
         let instant = now()
         return buckets.withLock { buckets in
             var bucket = buckets[project] ?? newBucket(project, now: instant)
-            let reservation = bucket.reserve(now: instant, maxWait: configuration.maxWait, maxPacing: maxPacing)
+            let reservation = bucket.reserve(now: instant, maxWait: configuration.maxWait)
             buckets[project] = bucket
             return reservation
         }
@@ -183,15 +184,12 @@ public final class ProjectRateLimiter: Sendable {
         }
     }
 
-    /// `decide` for a send that will wait for its turn before it takes any other resource
-    /// (a send-window permit): its turn may be up to `maxHeldWait` away, not only `maxWait`. A
-    /// paced answer is the delay to wait (without a task: `FCMClient.pace`); the send then starts
-    /// without reserving again, deferred only if a pause began meanwhile.
-    public func hold(project: String) -> Decision {
-        switch reserve(project: project, maxPacing: configuration.maxHeldWait) {
-        case .granted: .now(.granted)
-        case .deferred(let delay): .now(.deferred(delay))
-        case .grantedAfter(let delay): .paced(delay)
+    /// True when a project other than `project` had a send granted at once (no wait) within
+    /// `contentionWindow`: sends of other projects are flowing and must not wait behind it.
+    public func othersSendingPromptly(besides project: String) -> Bool {
+        let since = now() - configuration.contentionWindow
+        return buckets.withLock { buckets in
+            buckets.contains { $0.key != project && ($0.value.lastGrantedAt.map { $0 >= since } ?? false) }
         }
     }
 

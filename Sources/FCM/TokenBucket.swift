@@ -9,6 +9,8 @@ struct TokenBucket: Sendable {
     private(set) var tokens: Double
     private(set) var updatedAt: ContinuousClock.Instant
     private(set) var pausedUntil: ContinuousClock.Instant?
+    /// When `reserve` last answered `.granted` (a send that waited for nothing).
+    private(set) var lastGrantedAt: ContinuousClock.Instant?
 
     init(perMinute: Int, burst: Int, now: ContinuousClock.Instant) {
         tokensPerSecond = Double(max(perMinute, 1)) / 60
@@ -38,9 +40,8 @@ struct TokenBucket: Sendable {
         case deferred(Duration)
     }
 
-    /// Reserves one token: deferred when a pause lasts longer than `maxWait`, or when the whole
-    /// wait (pause and pacing) exceeds the larger of `maxWait` and `maxPacing`.
-    mutating func reserve(now: ContinuousClock.Instant, maxWait: Duration, maxPacing: Duration = .zero) -> Reservation {
+    /// Reserves one token, unless the wait (pause and pacing) would exceed `maxWait`.
+    mutating func reserve(now: ContinuousClock.Instant, maxWait: Duration) -> Reservation {
         refill(now: now)
         let pause = pausedUntil.map { $0 > now ? now.duration(to: $0) : .zero } ?? .zero
         if pause > maxWait { return .deferred(pause) }
@@ -48,8 +49,9 @@ struct TokenBucket: Sendable {
         // all at once when it ends.
         let debtWait: Duration = tokens >= 1 ? .zero : .seconds((1 - tokens) / tokensPerSecond)
         let wait = pause + debtWait
-        if wait > max(maxWait, maxPacing) { return .deferred(wait) }
+        if wait > maxWait { return .deferred(wait) }
         tokens -= 1
+        if wait == .zero { lastGrantedAt = now }
         return wait == .zero ? .granted : .grantedAfter(wait)
     }
 

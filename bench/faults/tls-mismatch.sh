@@ -14,24 +14,10 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--jobs N] [--bin DIR]" >&2; exit 2 ;;
   esac
 done
-if [ -z "$bin" ]; then
-  swift build -c release --product push-connector >/dev/null
-  swift build -c release --product fcm-emulator >/dev/null
-  bin=$(swift build -c release --show-bin-path)
-fi
-state=$(mktemp -d /tmp/tls-mismatch.XXXXXX)
-chmod 755 "$state"  # the broker runs as rabbitmq and keeps its node folder inside
-broker_dir=$state/broker
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  scripts/test-broker.sh stop --dir "$broker_dir" >/dev/null 2>&1 || true
-  rm -rf "$state"
-}
-trap cleanup EXIT
-eval "$(scripts/test-broker.sh start --dir "$broker_dir")"
-export PUSH_CONNECTOR_AMQP_URL=$PUSH_TEST_AMQP_URL
+# shellcheck source=bench/faults/common.sh
+. bench/faults/common.sh
+bin=$(fault_binaries "$bin")
+fault_setup tls-mismatch
 
 # Tokens from a plain emulator; sends to one whose certificate names wrong.example.
 token_port=$(python3 scripts/free-port.py)
