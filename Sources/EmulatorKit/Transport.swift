@@ -72,6 +72,8 @@ final class TLSTransport: Transport {
     deinit { SSL_free(ssl) }
 
     private func handshake() -> ReadResult? {
+        ERR_clear_error()  // SSL_get_error reads the thread's queue: an error left there by another
+                           // connection of this loop would end this one (the audit's stalls, issue 32)
         let r = SSL_do_handshake(ssl)
         if r == 1 {
             handshakeDone = true
@@ -91,6 +93,7 @@ final class TLSTransport: Transport {
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         if !handshakeDone, let result = handshake() { return result }
+        ERR_clear_error()
         let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
         if n > 0 { return .bytes(Int(n)) }
         switch SSL_get_error(ssl, n) {
@@ -101,6 +104,7 @@ final class TLSTransport: Transport {
 
     func write(_ bytes: UnsafeRawBufferPointer) -> WriteResult {
         guard handshakeDone else { return .wouldBlock }
+        ERR_clear_error()
         let n = SSL_write(ssl, bytes.baseAddress, Int32(min(bytes.count, Int(Int32.max))))
         if n > 0 { return .wrote(Int(n)) }
         switch SSL_get_error(ssl, n) {
@@ -112,12 +116,12 @@ final class TLSTransport: Transport {
     private var sentCloseNotify = false
 
     func shutdownWrite() {
-        if handshakeDone, !sentCloseNotify { sentCloseNotify = true; SSL_shutdown(ssl) }
+        if handshakeDone, !sentCloseNotify { sentCloseNotify = true; SSL_shutdown(ssl); ERR_clear_error() }
         _ = shutdown(fd, Int32(SHUT_WR))
     }
 
     func close() {
-        if handshakeDone, !sentCloseNotify { SSL_shutdown(ssl) }
+        if handshakeDone, !sentCloseNotify { SSL_shutdown(ssl); ERR_clear_error() }
         Glibc.close(fd)
     }
 }

@@ -92,6 +92,7 @@ final class H2TLSSession {
 
     /// Advances the handshake; on success the peer must have chosen ALPN h2.
     func handshake() -> Handshake {
+        ERR_clear_error()  // SSL_get_error reads the thread's queue, which other connections of this loop share
         let r = SSL_do_handshake(ssl)
         if r == 1 {
             var data: UnsafePointer<UInt8>?
@@ -128,6 +129,7 @@ final class H2TLSSession {
     /// Plaintext from what was fed: a byte count, 0 when more ciphertext is needed, nil when the
     /// peer closed TLS or it failed.
     func read(into buffer: UnsafeMutableRawBufferPointer) -> Int? {
+        ERR_clear_error()
         let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
         if n > 0 { return Int(n) }
         let code = SSL_get_error(ssl, n)
@@ -139,6 +141,7 @@ final class H2TLSSession {
     /// Encrypts plaintext into the outgoing BIO; false on a TLS failure.
     func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return true }
+        ERR_clear_error()
         let n = SSL_write(ssl, base, Int32(bytes.count))
         if n == Int32(bytes.count) { return true }
         ERR_clear_error()
