@@ -16,10 +16,18 @@
 #   scripts/test-broker.sh url  [--dir DIR]      Prints the AMQP URL of a running node.
 #   scripts/test-broker.sh ctl  [--dir DIR] ARGS  Runs `rabbitmqctl -n NODE ARGS`.
 #
+#   scripts/test-broker.sh rabbitmqctl [--dir DIR] ARGS  Runs the node's line's rabbitmqctl ARGS as
+#        they are (no -n); `start` also writes DIR/rabbitmqctl, which does the same.
+#
 # DIR defaults to $PUSH_TEST_BROKER_DIR or /tmp/pc-test-broker. Must run as root or as the
 # rabbitmq user (Debian's script drops to `rabbitmq`; the folder is owned by that user).
 # rabbitmqctl uses the rabbitmq user's cookie (/var/lib/rabbitmq/.erlang.cookie), which the node
 # shares, so `rabbitmqctl -n NODE ...` works (e.g. close_connection in tests).
+#
+# PUSH_TEST_RABBITMQ_LINE picks the RabbitMQ release line of a new node: system (the default:
+# the host's rabbitmq-server), 4.0 or newest, which run from a Debian root under chroot
+# (scripts/rabbitmq-lines.sh makes them). Such a node's folder lives inside the root, at the
+# same path, and DIR is a symlink to it; its line has its own epmd port.
 set -eu
 
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -39,9 +47,26 @@ free_port() { # see scripts/free-port.py
     python3 "$(dirname "$self")/free-port.py"
 }
 
-as_rabbitmq() { # runs a command line as the rabbitmq user, keeping the RABBITMQ_* environment
-    if [ "$(id -u)" = "$(id -u rabbitmq)" ]; then sh -c "$1"; else su rabbitmq -s /bin/sh -c "$1"; fi
+line=${PUSH_TEST_RABBITMQ_LINE:-system}
+lines="$(dirname "$self")/rabbitmq-lines.sh"
+
+within() { # within SECONDS LINE: runs the command line LINE as the rabbitmq user of the node's
+           # line, keeping the environment, killed after SECONDS ("": no limit)
+    limit=""; [ -n "$1" ] && limit="timeout $1"
+    if [ -n "${PUSH_TEST_BROKER_ROOT:-}" ]; then
+        mountpoint -q "$PUSH_TEST_BROKER_ROOT/proc" || mount -t proc proc "$PUSH_TEST_BROKER_ROOT/proc"
+        # shellcheck disable=SC2086 # $limit: no words or two
+        ERL_EPMD_PORT=$PUSH_TEST_BROKER_EPMD $limit chroot "$PUSH_TEST_BROKER_ROOT" su rabbitmq -s /bin/sh -c "$2"
+    elif [ "$(id -u)" = "$(id -u rabbitmq)" ]; then
+        # shellcheck disable=SC2086
+        $limit sh -c "$2"
+    else
+        # shellcheck disable=SC2086
+        $limit su rabbitmq -s /bin/sh -c "$2"
+    fi
 }
+
+as_rabbitmq() { within "" "$1"; }
 
 load() {
     [ -f "$dir/env" ] || { echo "test-broker: no broker in $dir (run: $0 start)" >&2; exit 1; }
@@ -49,12 +74,17 @@ load() {
     . "$dir/env"
 }
 
-ctl() { as_rabbitmq "HOME=/var/lib/rabbitmq /usr/lib/rabbitmq/bin/rabbitmqctl -q -n '$PUSH_TEST_BROKER_NODE' $*"; }
+quoted() { # the arguments as one shell-quoted line
+    for a in "$@"; do printf "'%s' " "$(printf '%s' "$a" | sed "s/'/'\\\\''/g")"; done
+}
+
+rabbitmqctl_line() { echo "HOME=/var/lib/rabbitmq /usr/lib/rabbitmq/bin/rabbitmqctl $(quoted "$@")"; }
+
+ctl() { as_rabbitmq "$(rabbitmqctl_line -q -n "$PUSH_TEST_BROKER_NODE" "$@")"; }
 
 ctl_within() { # ctl_within SECONDS ARGS...: ctl with a hard time limit
     secs=$1; shift
-    line="HOME=/var/lib/rabbitmq /usr/lib/rabbitmq/bin/rabbitmqctl -q -n '$PUSH_TEST_BROKER_NODE' $*"
-    if [ "$(id -u)" = "$(id -u rabbitmq)" ]; then timeout "$secs" sh -c "$line"; else timeout "$secs" su rabbitmq -s /bin/sh -c "$line"; fi
+    within "$secs" "$(rabbitmqctl_line -q -n "$PUSH_TEST_BROKER_NODE" "$@")"
 }
 
 halt_node() { # stops the node's VM and launcher, keeping its folder
@@ -73,6 +103,7 @@ halt_node() { # stops the node's VM and launcher, keeping its folder
 
 stop_node() {
     halt_node
+    if [ -L "$dir" ]; then rm -rf "$(readlink "$dir")"; fi  # a node of a chroot line: its folder in the root
     rm -rf "$dir"
 }
 
@@ -90,7 +121,13 @@ launch() { # starts the node described by $dir (env, ports, config) and waits un
         RABBITMQ_PID_FILE="$dir/beam.pid" HOME=/var/lib/rabbitmq
     # The node must not inherit the caller's descriptors 3-9 (a `flock` lock, a test's pipes):
     # a daemon holding them would keep the caller's lock or pipe open long after it is gone.
-    setsid sh -c "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; cd /var/lib/rabbitmq; $(command -v su) rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server' >>'$dir/startup.log' 2>&1" </dev/null >/dev/null 2>&1 &
+    run="cd /var/lib/rabbitmq; $(command -v su) rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server'"
+    if [ -n "${PUSH_TEST_BROKER_ROOT:-}" ]; then
+        mountpoint -q "$PUSH_TEST_BROKER_ROOT/proc" || mount -t proc proc "$PUSH_TEST_BROKER_ROOT/proc"
+        export ERL_EPMD_PORT="$PUSH_TEST_BROKER_EPMD"
+        run="$(command -v chroot) '$PUSH_TEST_BROKER_ROOT' su rabbitmq -s /bin/sh -c 'cd /var/lib/rabbitmq; exec /usr/lib/rabbitmq/bin/rabbitmq-server'"
+    fi
+    setsid sh -c "exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; $run >>'$dir/startup.log' 2>&1" </dev/null >/dev/null 2>&1 &
     echo $! > "$dir/pid"
     # epmd knows the node only once it booted a little: poll until it answers, within a cap
     # (PUSH_TEST_BROKER_START_TIMEOUT seconds, default 90) so that a hung start fails fast.
@@ -126,6 +163,12 @@ launch() { # starts the node described by $dir (env, ports, config) and waits un
 case "$cmd" in
 start)
     if [ -f "$dir/env" ]; then echo "test-broker: $dir already holds a broker; stop it first" >&2; exit 1; fi
+    root=$("$lines" root "$line")
+    if [ -n "$root" ]; then
+        [ -f "$root/.ready" ] || { echo "test-broker: no RabbitMQ $line root in $root (run: $lines make $line)" >&2; exit 1; }
+        mkdir -p "$root$dir"
+        ln -sfn "$root$dir" "$dir"
+    fi
     mkdir -p "$dir"
     port=$(free_port); dist=$(free_port)
     node="pctest-$$-$port@localhost"
@@ -138,13 +181,20 @@ loopback_users.guest = true
 log.console = false
 log.file.level = warning
 CONF
-    chown -R rabbitmq:rabbitmq "$dir"
-    chmod 755 "$dir"
     cat > "$dir/env" <<ENV
 PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:$port/
 PUSH_TEST_BROKER_NODE=$node
 PUSH_TEST_BROKER_DIR=$dir
+PUSH_TEST_BROKER_LINE=$line
+PUSH_TEST_BROKER_ROOT=$root
+PUSH_TEST_BROKER_EPMD=$("$lines" epmd "$line")
+PUSH_TEST_RABBITMQCTL=$dir/rabbitmqctl
 ENV
+    printf '#!/bin/sh\n# rabbitmqctl of this node'"'"'s RabbitMQ line, as the rabbitmq user; arguments as they are\nexec %s rabbitmqctl --dir %s "$@"\n' \
+        "$(quoted "$self")" "$(quoted "$dir")" > "$dir/rabbitmqctl"
+    chmod 755 "$dir/rabbitmqctl"
+    if [ -n "$root" ]; then chroot "$root" chown -R rabbitmq:rabbitmq "$dir"; else chown -R rabbitmq:rabbitmq "$dir"; fi
+    chmod 755 "$dir"
     echo "PUSH_TEST_BROKER_PORTS='$port $dist'" > "$dir/ports"
     launch
     if [ -n "$owner" ]; then
@@ -163,5 +213,6 @@ resume) launch; cat "$dir/env" ;;
 stop) stop_node ;;
 url) load; echo "$PUSH_TEST_AMQP_URL" ;;
 ctl) load; ctl "$@" ;;
-*) echo "usage: $0 start|stop|restart|halt|resume|url|ctl [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
+rabbitmqctl) load; as_rabbitmq "$(rabbitmqctl_line "$@")" ;;
+*) echo "usage: $0 start|stop|restart|halt|resume|url|ctl|rabbitmqctl [--dir DIR] [--owner-pid PID]" >&2; exit 2 ;;
 esac

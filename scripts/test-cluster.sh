@@ -76,7 +76,7 @@ start)
             echo "test-cluster: node $n could not join $first" >&2; stop_all; exit 1
         fi
     done
-    running=$("$broker" ctl --dir "$base/n1" eval "'length(rabbit_nodes:all_running()).'")
+    running=$("$broker" ctl --dir "$base/n1" eval 'length(rabbit_nodes:all_running()).')
     if [ "$running" != 3 ]; then echo "test-cluster: $running of 3 nodes running after the joins" >&2; stop_all; exit 1; fi
     if [ -n "$owner" ]; then
         setsid sh -c "while kill -0 $owner 2>/dev/null; do sleep 1; done; PUSH_TEST_CLUSTER_DIR='$base' '$here/test-cluster.sh' stop" </dev/null >/dev/null 2>&1 &

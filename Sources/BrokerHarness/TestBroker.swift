@@ -32,12 +32,17 @@ public final class TestBroker: Sendable {
     public let clusterNodes: [String]
     /// The folder of a `cluster()` (test-cluster.sh's BASE).
     let clusterDirectory: String?
+    /// The `rabbitmqctl` of the node's RabbitMQ line (`PUSH_TEST_RABBITMQ_LINE`): the wrapper
+    /// test-broker.sh writes into the node's folder, or the host's for a broker started elsewhere.
+    let rabbitmqctlPath: String
 
     private static let startup = Mutex<Task<TestBroker, any Error>?>(nil)
     private let counter = Atomic<Int>(0)
 
-    init(url: String, node: String?, directory: String? = nil, clusterNodes: [String] = [], clusterDirectory: String? = nil) {
+    init(url: String, node: String?, directory: String? = nil, clusterNodes: [String] = [], clusterDirectory: String? = nil,
+         rabbitmqctl: String? = nil) {
         self.url = url
+        rabbitmqctlPath = rabbitmqctl ?? "/usr/sbin/rabbitmqctl"
         self.node = node
         self.directory = directory
         self.clusterNodes = clusterNodes
@@ -50,7 +55,7 @@ public final class TestBroker: Sendable {
         let dir = "/tmp/pc-test-broker-\(getpid())-\(UUID().uuidString.prefix(8))"
         let values = try await runScript(["start", "--dir", dir, "--owner-pid", "\(getpid())"])
         guard let url = values["PUSH_TEST_AMQP_URL"] else { throw TestBrokerError("no URL from the test broker script") }
-        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], directory: dir)
+        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], directory: dir, rabbitmqctl: values["PUSH_TEST_RABBITMQCTL"])
     }
 
     /// Stops the whole node of `dedicated()` (its Erlang VM) and starts it again with the same
@@ -138,9 +143,9 @@ public final class TestBroker: Sendable {
             throw TestBrokerError("rabbitmqctl needs the node name: set PUSH_TEST_BROKER_NODE with PUSH_TEST_AMQP_URL")
         }
         // On a cluster, any running node answers for the cluster: try them in turn.
-        var result = try runProcess("/usr/sbin/rabbitmqctl", ["-q", "-n", node] + arguments)
+        var result = try runProcess(rabbitmqctlPath, ["-q", "-n", node] + arguments)
         for other in clusterNodes where other != node && result.status != 0 {
-            result = try runProcess("/usr/sbin/rabbitmqctl", ["-q", "-n", other] + arguments)
+            result = try runProcess(rabbitmqctlPath, ["-q", "-n", other] + arguments)
         }
         guard result.status == 0 else {
             throw TestBrokerError("rabbitmqctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)")
@@ -153,11 +158,11 @@ public final class TestBroker: Sendable {
     private static func startOrAttach() async throws -> TestBroker {
         let environment = ProcessInfo.processInfo.environment
         if let url = environment["PUSH_TEST_AMQP_URL"], !url.isEmpty {
-            return TestBroker(url: url, node: environment["PUSH_TEST_BROKER_NODE"])
+            return TestBroker(url: url, node: environment["PUSH_TEST_BROKER_NODE"], rabbitmqctl: environment["PUSH_TEST_RABBITMQCTL"])
         }
         let values = try await runScript(["start", "--dir", "/tmp/pc-test-broker-\(getpid())", "--owner-pid", "\(getpid())"])
         guard let url = values["PUSH_TEST_AMQP_URL"] else { throw TestBrokerError("no URL from the test broker script") }
-        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"])
+        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], rabbitmqctl: values["PUSH_TEST_RABBITMQCTL"])
     }
 
     /// Runs scripts/test-broker.sh (or another script of scripts/) off the cooperative pool; its

@@ -13,7 +13,7 @@ extension TestBroker {
             throw TestBrokerError("no URLs from the test cluster script")
         }
         let nodes = names.trimmingCharacters(in: CharacterSet(charactersIn: "'")).split(separator: " ").map(String.init)
-        return TestBroker(url: urls, node: nodes.first, clusterNodes: nodes, clusterDirectory: dir)
+        return TestBroker(url: urls, node: nodes.first, clusterNodes: nodes, clusterDirectory: dir, rabbitmqctl: dir + "/n1/rabbitmqctl")
     }
 
     /// SIGKILLs the Erlang VM of cluster node `number` (1-3), as a crashed machine would.

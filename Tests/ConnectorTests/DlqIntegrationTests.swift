@@ -177,21 +177,18 @@ import Testing
 
     @Test func messagesRabbitMQDeadLetteredItselfShowAsDeliveryLimit() async throws {
         let f = try await PipelineFixture()
-        // A job that keeps coming back (a crashing worker): the job queue's x-delivery-limit (20)
-        // makes RabbitMQ dead-letter it itself, with x-death and no push-* headers.
+        // A job that keeps coming back (a worker that crashes holding it): the job queue's
+        // x-delivery-limit (20) makes RabbitMQ dead-letter it itself, with x-death and no push-*
+        // headers. Each holder's connection closes with the job unacked, as a crash would: every
+        // line counts such a return (RabbitMQ 4.x no longer counts a nack with requeue).
         try await f.publish([jobJSON("looping", tokens: ["t"])])
-        let client = try AMQPChannelClient(settings: f.settings)
         var deliveries = 0
         let deadline = ContinuousClock.now + .seconds(30)
         while try f.messageCount(f.topology.deadLetterQueue) == 0, ContinuousClock.now < deadline {
-            if let d = try client.get(queue: f.topology.jobsQueue) {
-                deliveries += 1
-                try client.nack(d.deliveryTag, requeue: true)
-            } else {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            let client = try AMQPChannelClient(settings: f.settings)
+            if try client.get(queue: f.topology.jobsQueue) != nil { deliveries += 1 } else { try await Task.sleep(for: .milliseconds(10)) }
+            client.close()
         }
-        client.close()
         #expect(deliveries > 20)
         let (code, out, _) = await runCLI(["dlq", "list", "--json", "--code", "DELIVERY_LIMIT"] + f.cliBroker)
         #expect(code == 0)

@@ -21,9 +21,10 @@ import Testing
         let craftedBody = Data(jobJSON("limit-crafted", tokens: ["t"]).utf8)
         try Self.publishRaw(f, body: craftedBody, encodedProperties: crafted, queue: f.topology.deadLetterQueue)
         // The same message in a fresh quorum queue, read once: what a never-touched copy looks
-        // like when delivered (the broker adds x-delivery-count on delivery).
+        // like when delivered (RabbitMQ 3.x adds x-delivery-count to every delivery, 4.x only
+        // to one delivered before).
         let reference = try Self.deliveredOnce(f, body: craftedBody, encodedProperties: crafted)
-        #expect(reference.count > crafted.count)
+        #expect(reference.count >= crafted.count)
         try f.seedDLQ(Array(seeded.suffix(5)))
         let expected = Array(ids.prefix(6)) + ["limit-crafted"] + Array(ids.prefix(11).suffix(5))
 
