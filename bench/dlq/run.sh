@@ -2,8 +2,9 @@
 # shellcheck disable=SC2086 # $b and $row are split into words on purpose
 # DLQ tool benchmark: N dead letters through dlq import / stats / list / export / replay, against
 # `push-connector send` of the same N jobs (pipelined publisher confirms) as the baseline, then
-# `dlq replay` with windows 1, 16, 100 (default) and 1000, each on N freshly imported dead letters.
-#   bench/dlq/run.sh [N]        (default 1000; builds push-connector in release mode)
+# `dlq replay` with windows 1, 16, 100, 300 (default) and 1000, each on N freshly imported dead letters.
+#   bench/dlq/run.sh [N]        (default 1000; builds push-connector in release mode;
+#                               WINDOWS="1 16 100 300 1000" picks the replay windows)
 # Starts its own broker (scripts/test-broker.sh) and stops it at the end.
 set -eu
 n=${1:-1000}
@@ -45,14 +46,14 @@ $bin dlq list $b >/dev/null; t4=$(secs)
 $bin dlq export $b "$dir/out.jsonl" >/dev/null; t5=$(secs)
 $bin dlq replay $b >/dev/null; t6=$(secs)
 rows="send (baseline, pipelined confirms)|$t0|$t1
-dlq import (window 100)|$t1|$t2
+dlq import (window 300, the default)|$t1|$t2
 dlq stats (consume, copy back, window 16)|$t2|$t3
 dlq list|$t3|$t4
 dlq export|$t4|$t5
-dlq replay (window 100, the default)|$t5|$t6"
+dlq replay (window 300, the default)|$t5|$t6"
 left=$(count)
 [ "$left" = 0 ] || { echo "replay left $left dead letters" >&2; exit 1; }
-for w in 1 16 100 1000; do
+for w in ${WINDOWS:-1 16 100 300 1000}; do
     $bin dlq purge --yes $b >/dev/null
     $bin dlq import $b "$dir/dlq.jsonl" >/dev/null
     a=$(secs); $bin dlq replay --window $w $b >/dev/null; z=$(secs)
