@@ -4,9 +4,10 @@
 set -euo pipefail
 PACKAGES=(pkg-config librabbitmq-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev libmicrohttpd-dev
           libsqlite3-dev sqlite3 libpq-dev postgresql rabbitmq-server nghttp2-client curl openssl wrk bc
-          shellcheck yamllint prometheus python3-yaml)
+          shellcheck yamllint prometheus python3-yaml debootstrap)
 # deploy/check.sh uses shellcheck, yamllint, promtool (package prometheus) and python3-yaml;
 # the PostgreSQL tests start their own server from Debian's postgresql (scripts/test-postgres.sh).
+# debootstrap makes the Debian roots of the newer RabbitMQ lines (scripts/rabbitmq-lines.sh).
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

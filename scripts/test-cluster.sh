@@ -49,6 +49,9 @@ stop_all() {
         if [ -d "$base/n$n" ]; then "$broker" stop --dir "$base/n$n" >/dev/null 2>&1 || true; fi
     done
     rm -rf "$base"
+    # a chroot line keeps the nodes' folders in its root (test-broker.sh removed them): the base too
+    root=$("$here/rabbitmq-lines.sh" root "${PUSH_TEST_RABBITMQ_LINE:-system}" 2>/dev/null || true)
+    if [ -n "$root" ]; then rmdir "$root$base" 2>/dev/null || true; fi
 }
 
 case "$cmd" in

@@ -70,7 +70,6 @@ chmod 755 "$WORK"   # the broker runs as the rabbitmq user and must reach its fo
 # ---------------------------------------------------------------- cleanup
 declare -a WPID=()
 EMULATOR_PID=""
-BROKER_LAUNCHER=""
 stop_all() {
   local p
   for p in "${WPID[@]}" "$EMULATOR_PID"; do if [ -n "$p" ]; then kill -9 "$p" 2>/dev/null || true; fi; done
@@ -83,55 +82,29 @@ trap stop_all EXIT
 trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- broker (own node, restartable)
-as_rabbitmq() { su rabbitmq -s /bin/sh -c "$1"; }
-ctl() { # rabbitmqctl on our node; the arguments must be shell-safe words
-  as_rabbitmq "HOME=/var/lib/rabbitmq timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl -q -n '$NODE' $*" 9>&-
+# A scripts/test-broker.sh node, of the RabbitMQ line PUSH_TEST_RABBITMQ_LINE names (default: the
+# system's; 4.0 or newest run from their Debian roots, scripts/rabbitmq-lines.sh).
+broker() { timeout 120 "$ROOT/scripts/test-broker.sh" "$@" 9>&-; }
+ctl() { broker ctl --dir "$BROKER_DIR" "$@"; }
+broker_launch() { # the first time: a fresh node; after a stop: the same node again
+  if [ -f "$BROKER_DIR/env" ]; then
+    broker resume --dir "$BROKER_DIR" >/dev/null || { echo "run.sh: broker node did not start again" >&2; return 1; }
+  else
+    local out
+    out=$(broker start --dir "$BROKER_DIR") || { echo "run.sh: broker node did not start" >&2; return 1; }
+    eval "$out"
+    NODE=$PUSH_TEST_BROKER_NODE
+    AMQP_URL=$PUSH_TEST_AMQP_URL
+  fi
 }
-broker_launch() {
-  local dist
-  dist=$(free_port)
-  (
-    export RABBITMQ_NODENAME="$NODE" RABBITMQ_NODE_PORT="$AMQP_PORT" RABBITMQ_DIST_PORT="$dist" \
-      RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_MNESIA_BASE="$BROKER_DIR/mnesia" RABBITMQ_LOG_BASE="$BROKER_DIR/log" \
-      RABBITMQ_ENABLED_PLUGINS_FILE="$BROKER_DIR/enabled_plugins" RABBITMQ_CONFIG_FILE="$BROKER_DIR/rabbitmq.conf" \
-      RABBITMQ_CONF_ENV_FILE=/dev/null RABBITMQ_PID_FILE="$BROKER_DIR/beam.pid" HOME=/var/lib/rabbitmq
-    exec setsid sh -c "cd /var/lib/rabbitmq; exec su rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server' >>'$BROKER_DIR/startup.log' 2>&1" \
-      </dev/null >/dev/null 2>&1 9>&-
-  ) &
-  BROKER_LAUNCHER=$!
-  echo "$BROKER_LAUNCHER" > "$WORK/pids/broker-launcher"
-  local i
-  for i in $(seq 120); do
-    if ctl "await_startup --timeout 30" >/dev/null 2>&1; then return 0; fi
-    kill -0 "$BROKER_LAUNCHER" 2>/dev/null || break
-    sleep 0.5
-  done
-  echo "run.sh: broker node did not start; see $BROKER_DIR/startup.log" >&2
-  tail -20 "$BROKER_DIR/startup.log" >&2 || true
-  return 1
-}
-broker_stop() { # a full node stop: the Erlang VM exits
-  ctl "stop '$BROKER_DIR/beam.pid'" >/dev/null 2>&1 || true
-  local beam i
-  beam=$(cat "$BROKER_DIR/beam.pid" 2>/dev/null || true)
-  for i in $(seq 100); do { [ -z "$beam" ] || ! kill -0 "$beam" 2>/dev/null; } && break; sleep 0.1; done
-  if [ -n "$beam" ]; then kill -9 "$beam" 2>/dev/null || true; fi
-  if [ -n "$BROKER_LAUNCHER" ]; then kill -9 -- "-$BROKER_LAUNCHER" 2>/dev/null || true; fi
-  wait "$BROKER_LAUNCHER" 2>/dev/null || true
-  BROKER_LAUNCHER=""
-  rm -f "$BROKER_DIR/beam.pid"
-}
+broker_stop() { broker halt --dir "$BROKER_DIR" >/dev/null 2>&1 || true; }  # a full node stop: the Erlang VM exits
 broker_kill() {
-  local beam
-  beam=$(cat "$BROKER_DIR/beam.pid" 2>/dev/null || true)
-  if [ -n "$beam" ]; then kill -9 "$beam" 2>/dev/null || true; fi
-  if [ -n "$BROKER_LAUNCHER" ]; then kill -9 -- "-$BROKER_LAUNCHER" 2>/dev/null || true; fi
-  # epmd keeps the node name registered only while the node lives; nothing else to stop
-  return 0
+  if ((KEEP)); then broker halt --dir "$BROKER_DIR" >/dev/null 2>&1 || true
+  else broker stop --dir "$BROKER_DIR" >/dev/null 2>&1 || true; fi
 }
 queue_depths() { # "name messages" per line for the job queue and the retry tiers; nothing unless all are up
   local out
-  out=$(ctl "list_queues name messages state" 2>/dev/null | awk '$1 == "push.jobs" || $1 ~ /^push\.retry\./') || return 1
+  out=$(ctl list_queues name messages state 2>/dev/null | awk '$1 == "push.jobs" || $1 ~ /^push\.retry\./') || return 1
   # a quorum queue without a leader yet (after a node restart) reports no usable count
   if [ -z "$out" ] || echo "$out" | awk '$3 != "running" || $2 !~ /^[0-9]+$/ {bad = 1} END {exit !bad}'; then return 1; fi
   echo "$out" | awk '{print $1, $2}'
@@ -145,25 +118,13 @@ log "seed $SEED, $JOBS jobs, $WORKERS workers, $KILLS kills, limit ${LIMIT}s, wo
 setsid bash -c "while kill -0 $$ 2>/dev/null; do sleep 1; done
   for f in '$WORK'/pids/*; do [ -f \"\$f\" ] && kill -9 \"\$(cat \"\$f\")\" 2>/dev/null; done
   [ -f '$BROKER_DIR/beam.pid' ] && kill -9 \"\$(cat '$BROKER_DIR/beam.pid')\" 2>/dev/null
-  [ -f '$WORK/pids/broker-launcher' ] && kill -9 -- \"-\$(cat '$WORK/pids/broker-launcher')\" 2>/dev/null
+  [ -f '$BROKER_DIR/pid' ] && kill -9 -- \"-\$(cat '$BROKER_DIR/pid')\" 2>/dev/null
   sleep 1; rm -rf '$WORK'" </dev/null >/dev/null 2>&1 9>&- &
 WATCHDOG=$!
 
-AMQP_PORT=$(free_port)
-NODE="pcchaos-$$-$AMQP_PORT@localhost"
-mkdir -p "$BROKER_DIR/mnesia" "$BROKER_DIR/log"
-echo '[].' > "$BROKER_DIR/enabled_plugins"
-cat > "$BROKER_DIR/rabbitmq.conf" <<CONF
-listeners.tcp.1 = 127.0.0.1:$AMQP_PORT
-loopback_users.guest = true
-log.console = false
-log.file.level = warning
-CONF
-chown -R rabbitmq:rabbitmq "$BROKER_DIR"
-chmod 755 "$BROKER_DIR"
-log "starting RabbitMQ node $NODE on 127.0.0.1:$AMQP_PORT"
+log "starting a RabbitMQ node (line ${PUSH_TEST_RABBITMQ_LINE:-system}: rabbitmq-server $("$ROOT/scripts/rabbitmq-lines.sh" version "${PUSH_TEST_RABBITMQ_LINE:-system}"))"
 broker_launch
-AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/"
+log "node $NODE at $AMQP_URL"
 BROKER_ARGS=(--amqp-url "$AMQP_URL" --retry-tiers "$RETRY_TIERS")
 
 log "starting fcm-emulator (TLS, faults: ${EMULATOR_FAULTS[*]})"
@@ -230,14 +191,14 @@ fault_broker_restart() {
   log "   queues running again: $(queue_depths | tr '\n' ' ')(counts right after a restart can read 0 for a few seconds)"
 }
 fault_close_all() {
-  ctl "close_all_connections 'chaos run'" >/dev/null
+  ctl close_all_connections "chaos run" >/dev/null
   log "   rabbitmqctl close_all_connections done"
 }
 fault_memory_alarm() {
-  ctl "set_vm_memory_high_watermark 0.00001" >/dev/null
+  ctl set_vm_memory_high_watermark 0.00001 >/dev/null
   log "   memory alarm raised (vm_memory_high_watermark 0.00001) for ${ALARM_SECONDS}s"
   sleep "$ALARM_SECONDS"
-  ctl "set_vm_memory_high_watermark 0.4" >/dev/null
+  ctl set_vm_memory_high_watermark 0.4 >/dev/null
   log "   memory alarm cleared (vm_memory_high_watermark 0.4)"
 }
 
@@ -313,7 +274,7 @@ WPID=()
 # ---------------------------------------------------------------- account
 log "reading results, dead letters and the emulator's record"
 budget() { local r=$(( (DEADLINE - $(now_ms)) / 1000 )); echo $((r > 60 ? r : 60)); }
-ctl "list_queues name messages" 2>/dev/null | awk '$1 ~ /^push\./ {print $1, $2}' | sort >"$WORK/final-depths.txt" || true
+ctl list_queues name messages 2>/dev/null | awk '$1 ~ /^push\./ {print $1, $2}' | sort >"$WORK/final-depths.txt" || true
 RESULTS_DEPTH=$(awk '$1 == "push.results.stream" {print $2}' "$WORK/final-depths.txt")
 DLQ_DEPTH=$(awk '$1 == "push.jobs.dlq" {print $2}' "$WORK/final-depths.txt")
 log "   push.results.stream holds ${RESULTS_DEPTH:-?} result(s), push.jobs.dlq ${DLQ_DEPTH:-?} dead letter(s)"
