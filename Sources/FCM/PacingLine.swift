@@ -53,34 +53,33 @@ final class PacingLine: Sendable {
     /// Takes a turn for a send of `project`, or a place in its line, and calls `go` when the send
     /// may start (at once, on this thread, when it may start now).
     func enter(project: String, go: @escaping Go) {
+        // The common case costs one look at the line and one reservation: nobody of this project
+        // waits, and its turn is within `maxWait`.
+        let queued = lines.withLock { $0[project].map { !$0.isEmpty } ?? false }
+        guard !queued else { return hold(project, wait: nil, go: go) }
+        switch limiter.reserve(project: project) {
+        case .granted: go(true)
+        case .grantedAfter(let delay): schedule(delay) { go(true) }
+        case .deferred(let wait): hold(project, wait: wait, go: go)
+        }
+    }
+
+    /// Puts a send whose turn is beyond `maxWait` (`wait`, nil when others wait before it) in
+    /// its project's line, unless the project is paused for longer or another project is sending
+    /// at once: then `go(false)`.
+    private func hold(_ project: String, wait: Duration?, go: @escaping Go) {
         let configuration = limiter.configuration
-        if limiter.pauseRemaining(project: project) > configuration.maxWait { return go(false) }
-        let holding = configuration.maxHeldWait > .zero && !limiter.othersSendingPromptly(besides: project)
-        var action: (@Sendable () -> Void)?
-        var drainAfter: Duration?
-        lines.withLock { lines in
+        guard configuration.maxHeldWait > .zero,
+              limiter.pauseRemaining(project: project) <= configuration.maxWait,
+              !limiter.othersSendingPromptly(besides: project)
+        else { return go(false) }
+        let drainAfter = lines.withLock { lines -> Duration? in
             var line = lines[project] ?? Line()
             defer { lines[project] = line }
-            if line.isEmpty {
-                switch limiter.reserve(project: project) {
-                case .granted: action = { go(true) }
-                case .grantedAfter(let delay): action = { self.schedule(delay) { go(true) } }
-                case .deferred(let wait):
-                    guard holding else {
-                        action = { go(false) }
-                        return
-                    }
-                    line.waiters.append(Waiter(deadline: now() + configuration.maxHeldWait, go: go))
-                    drainAfter = scheduleDrain(&line, wait: wait)
-                }
-            } else if holding {
-                line.waiters.append(Waiter(deadline: now() + configuration.maxHeldWait, go: go))
-            } else {
-                action = { go(false) }
-            }
+            line.waiters.append(Waiter(deadline: now() + configuration.maxHeldWait, go: go))
+            return scheduleDrain(&line, wait: wait ?? .zero)
         }
         if let drainAfter { schedule(drainAfter) { self.drain(project: project) } }
-        action?()
     }
 
     /// Marks a look at the line as planned; the delay after which to look, nil when one is
