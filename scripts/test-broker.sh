@@ -50,11 +50,15 @@ free_port() { # see scripts/free-port.py
 line=${PUSH_TEST_RABBITMQ_LINE:-system}
 lines="$(dirname "$self")/rabbitmq-lines.sh"
 
+mount_proc() { # a chroot line's root needs /proc (the Erlang VM and epmd read it)
+    mountpoint -q "$PUSH_TEST_BROKER_ROOT/proc" || mount -t proc proc "$PUSH_TEST_BROKER_ROOT/proc"
+}
+
 within() { # within SECONDS LINE: runs the command line LINE as the rabbitmq user of the node's
            # line, keeping the environment, killed after SECONDS ("": no limit)
     limit=""; [ -n "$1" ] && limit="timeout $1"
     if [ -n "${PUSH_TEST_BROKER_ROOT:-}" ]; then
-        mountpoint -q "$PUSH_TEST_BROKER_ROOT/proc" || mount -t proc proc "$PUSH_TEST_BROKER_ROOT/proc"
+        mount_proc
         # shellcheck disable=SC2086 # $limit: no words or two
         ERL_EPMD_PORT=$PUSH_TEST_BROKER_EPMD $limit chroot "$PUSH_TEST_BROKER_ROOT" su rabbitmq -s /bin/sh -c "$2"
     elif [ "$(id -u)" = "$(id -u rabbitmq)" ]; then
@@ -123,7 +127,7 @@ launch() { # starts the node described by $dir (env, ports, config) and waits un
     # a daemon holding them would keep the caller's lock or pipe open long after it is gone.
     run="cd /var/lib/rabbitmq; $(command -v su) rabbitmq -s /bin/sh -c 'exec /usr/lib/rabbitmq/bin/rabbitmq-server'"
     if [ -n "${PUSH_TEST_BROKER_ROOT:-}" ]; then
-        mountpoint -q "$PUSH_TEST_BROKER_ROOT/proc" || mount -t proc proc "$PUSH_TEST_BROKER_ROOT/proc"
+        mount_proc
         export ERL_EPMD_PORT="$PUSH_TEST_BROKER_EPMD"
         run="$(command -v chroot) '$PUSH_TEST_BROKER_ROOT' su rabbitmq -s /bin/sh -c 'cd /var/lib/rabbitmq; exec /usr/lib/rabbitmq/bin/rabbitmq-server'"
     fi

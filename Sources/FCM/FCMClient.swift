@@ -127,14 +127,7 @@ public final class FCMClient: Sendable {
                       completion: @escaping @Sendable (FCMOutcome) -> Void) {
         if let refused = Self.refusal(projectID: projectID) { return completion(refused) }
         let exchange = newExchange(projectID, messageBody, credentials)
-        let decision: ProjectRateLimiter.Decision
-        if placed {
-            let pause = rateLimiter.pauseRemaining(project: projectID)
-            decision = .now(pause > .zero ? .deferred(pause) : .granted)
-        } else {
-            decision = rateLimiter.decide(project: projectID)
-        }
-        switch decision {
+        switch placed ? .now(rateLimiter.turnKept(project: projectID)) : rateLimiter.decide(project: projectID) {
         case .now(.deferred(let delay)):
             return completion(Self.paused(projectID, retryAfter: delay))
         case .paced(let delay):

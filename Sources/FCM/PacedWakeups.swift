@@ -37,11 +37,7 @@ final class PacedWakeups: @unchecked Sendable {
     func sleep(for delay: Duration) async {
         guard delay > .zero else { return }
         let deadline = ContinuousClock.now + delay
-        let id = condition.withLock {
-            nextID &+= 1
-            arriving.insert(nextID)
-            return nextID
-        }
+        let id = arrivingID()
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 enqueue(Waiter(deadline: deadline, id: id, resume: { continuation.resume() }))
@@ -55,12 +51,17 @@ final class PacedWakeups: @unchecked Sendable {
     /// thread; at once, on the caller's thread, when `delay` is not positive.
     func call(after delay: Duration, _ action: @escaping @Sendable () -> Void) {
         guard delay > .zero else { return action() }
-        let id = condition.withLock {
+        let id = arrivingID()
+        enqueue(Waiter(deadline: ContinuousClock.now + delay, id: id, resume: action))
+    }
+
+    /// A new waiter's id, marked as arriving until `enqueue` queues it.
+    private func arrivingID() -> UInt64 {
+        condition.withLock {
             nextID &+= 1
             arriving.insert(nextID)
             return nextID
         }
-        enqueue(Waiter(deadline: ContinuousClock.now + delay, id: id, resume: action))
     }
 
     private func enqueue(_ waiter: Waiter) {

@@ -196,6 +196,12 @@ public final class ProjectRateLimiter: Sendable {
     /// Waits out a pacing delay from `decide`; deferred when a 429 paused the project meanwhile.
     public func waitOut(_ delay: Duration, project: String) async -> Grant {
         await PacedWakeups.shared.sleep(for: delay)  // one timer for every paced send, not one each
+        return turnKept(project: project)
+    }
+
+    /// For a send whose turn was reserved and waited for: granted, unless a pause (a 429)
+    /// began meanwhile.
+    public func turnKept(project: String) -> Grant {
         let pause = pauseRemaining(project: project)
         return pause > .zero ? .deferred(pause) : .granted
     }
