@@ -24,6 +24,9 @@ public final class AMQPChannelClient {
     /// Closes the channel and connection.
     public func close() { connection.close() }
 
+    /// What the connected broker can do (from the version it announced).
+    public var brokerFeatures: BrokerFeatures { connection.brokerFeatures }
+
     /// Runs a synchronous RPC and reopens the channel when the broker closed it.
     func rpc<T>(_ what: String, _ body: () -> T) throws(AMQPError) -> T {
         let result = body()

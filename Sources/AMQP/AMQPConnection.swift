@@ -49,6 +49,8 @@ final class AMQPConnection {
     let nodeIndex: Int
     /// That node's URL, password redacted.
     var redactedURL: String { settings.redactedURL(of: settings.nodes[nodeIndex]) }
+    /// What the broker can do, from the version it announced (connection.start).
+    private(set) var brokerFeatures = BrokerFeatures.baseline
 
     /// Opens TCP (or TLS) to the first node that answers (`AMQPNodeRotation` gives the order),
     /// logs in with client properties, opens channel 1.
@@ -64,6 +66,9 @@ final class AMQPConnection {
                 socketFD = descriptor
                 nodeIndex = index
                 isOpen = true
+                if let properties = amqp_get_server_properties(state) {
+                    brokerFeatures = BrokerFeatures(serverVersion: CDecode.table(properties.pointee)["version"]?.stringValue)
+                }
                 AMQPNodeRotation.opened(index, of: nodes)
                 return
             } catch {

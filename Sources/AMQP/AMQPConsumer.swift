@@ -49,6 +49,9 @@ public final class AMQPConsumer: Sendable {
     /// The prefetch the consumer runs with now (it changes only when sized; 0 while it waits for
     /// room to consume again).
     public var prefetch: UInt16 { currentPrefetch.load(ordering: .relaxed) }
+    /// What the broker consumed from can do (known once `start` returned).
+    public var brokerFeatures: BrokerFeatures { features.withLock { $0 } }
+    private let features = Mutex(BrokerFeatures.baseline)
     private let currentPrefetch: Atomic<UInt16>
     private let commands: CommandQueue<Command>
     private let continuation: AsyncThrowingStream<Delivery, any Error>.Continuation
@@ -69,15 +72,19 @@ public final class AMQPConsumer: Sendable {
     ///
     /// `sizing` (which implies `coalescingAcks`) sets the prefetch instead of `prefetch`: it
     /// starts at `sizing.initial` and follows the bytes held (see the type's notes).
+    ///
+    /// `brokerArguments` adds consume arguments that depend on what the broker can do, decided
+    /// once connected (`BrokerFeatures`, also on `brokerFeatures` afterwards).
     public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
                              exclusive: Bool = false, arguments: AMQPTable = [:],
+                             brokerArguments: (@Sendable (BrokerFeatures) -> AMQPTable)? = nil,
                              coalescingAcks: Bool = false, sizing: PrefetchSizer? = nil) async throws -> AMQPConsumer {
         let consumer = try AMQPConsumer(queue: queue, prefetch: sizing?.initial ?? prefetch)
         let coalescer = coalescingAcks || sizing != nil
             ? AckCoalescer(stragglerLimit: Int(consumer.prefetch) / 4) : nil
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             startConnectionThread(name: "amqp-consumer \(queue)") {
-                consumer.run(settings: settings, exclusive: exclusive, arguments: arguments,
+                consumer.run(settings: settings, exclusive: exclusive, arguments: arguments, brokerArguments: brokerArguments,
                              coalescer: coalescer, sizing: sizing, ready: ready)
             }
         }
@@ -136,12 +143,15 @@ public final class AMQPConsumer: Sendable {
     }
 
     private func run(settings: AMQPSettings, exclusive: Bool, arguments: AMQPTable,
-                     coalescer: AckCoalescer?, sizing: PrefetchSizer?, ready: CheckedContinuation<Void, any Error>) {
+                     brokerArguments: (@Sendable (BrokerFeatures) -> AMQPTable)?, coalescer: AckCoalescer?, sizing: PrefetchSizer?, ready: CheckedContinuation<Void, any Error>) {
         var coalescer = coalescer
         let connection: AMQPConnection
         var consumerTag: String
+        var arguments = arguments
         do {
             connection = try AMQPConnection(settings: settings)
+            features.withLock { $0 = connection.brokerFeatures }
+            if let brokerArguments { arguments.merge(brokerArguments(connection.brokerFeatures)) { _, added in added } }
             consumerTag = try startConsuming(connection, prefetch: prefetch, exclusive: exclusive, arguments: arguments)
         } catch {
             finish(throwing: error)

@@ -3,17 +3,20 @@
 ///
 /// With prefix `push`:
 /// - `push.jobs` direct exchange → quorum queue `push.jobs` (binding key `job`): DLX `push.dlx`,
-///   `x-dead-letter-strategy: at-least-once`, `x-overflow: reject-publish`, `x-delivery-limit`.
+///   `x-dead-letter-strategy: at-least-once`, `x-overflow: reject-publish`, `x-delivery-limit`
+///   (20: the crash-loop guard, the same on every RabbitMQ line).
 ///   Upstream publishes jobs to exchange `push.jobs` with routing key `job`.
 /// - `push.retry` direct exchange → one quorum queue per tier, `push.retry.5s` … `push.retry.1h`
 ///   (binding key = tier name), each with one `x-message-ttl` and dead-lettering (at-least-once)
 ///   back to `push.jobs` with routing key `job`.
-/// - `push.dlx` fanout exchange → quorum queue `push.jobs.dlq` (what a person must look at).
+/// - `push.dlx` fanout exchange → quorum queue `push.jobs.dlq` (what a person must look at),
+///   with no delivery limit on any line (`Queue.unlimitedDeliveries`).
 /// - `push.results` topic exchange → stream `push.results.stream` bound `#` (routing key
 ///   `<app_id>.<outcome>`), with retention by age and size (`ResultsRetention`). Every reader
 ///   (the events consumer, `push-connector results`, upstream) reads it from its own offset.
-/// - `push.events` fanout exchange → quorum queue `push.events`, dead-lettering through the
-///   default exchange to quorum queue `push.events.dlq`.
+/// - `push.events` fanout exchange → quorum queue `push.events` (`x-delivery-limit` as the job
+///   queue's), dead-lettering through the default exchange to quorum queue `push.events.dlq`
+///   (no delivery limit, as the jobs' DLQ).
 ///
 /// - `push.control` fanout exchange, no queue of its own: each worker binds an exclusive,
 ///   server-named queue to it and hears the fleet's quota pauses there (`ControlChannel`).
@@ -31,7 +34,34 @@ public struct Topology: Sendable, Equatable {
     /// A queue to declare (always durable) with its `x-*` arguments.
     public struct Queue: Sendable, Equatable {
         public var name: String
+        /// The arguments on every RabbitMQ line.
         public var arguments: AMQPTable
+        /// A dead-letter queue: nothing behind it catches what RabbitMQ drops, so it gets
+        /// `x-delivery-limit: -1` (no limit) where the broker takes it (`BrokerFeatures`, 4.0+,
+        /// whose default is 20). Left out on 3.x, which has no default limit and would take -1 as
+        /// "drop at the first return".
+        public var unlimitedDeliveries = false
+        /// Arguments this version adds to a queue earlier versions declared without them: a queue
+        /// found without them is kept as it is (`DeclarationReport.keptWithout`).
+        public var addedLater: Set<String> = []
+
+        public init(name: String, arguments: AMQPTable, unlimitedDeliveries: Bool = false, addedLater: Set<String> = []) {
+            self.name = name
+            self.arguments = arguments
+            self.unlimitedDeliveries = unlimitedDeliveries
+            self.addedLater = addedLater
+        }
+
+        /// The arguments to declare on a broker that can do `features`.
+        public func arguments(on features: BrokerFeatures) -> AMQPTable {
+            guard unlimitedDeliveries, features.unlimitedDeliveryLimit else { return arguments }
+            return arguments.merging(["x-delivery-limit": .int(-1)]) { _, limit in limit }
+        }
+
+        /// The arguments of a queue an earlier version declared (without `addedLater`).
+        public func earlierArguments(on features: BrokerFeatures) -> AMQPTable {
+            arguments(on: features).filter { !addedLater.contains($0.key) }
+        }
     }
 
     /// A queue-to-exchange binding.
@@ -105,7 +135,7 @@ public struct Topology: Sendable, Equatable {
     /// - Parameters:
     ///   - prefix: first part of every name (`push` gives `push.jobs`, …).
     ///   - retryDelaysSeconds: one TTL queue per delay (duplicates and non-positive values ignored).
-    ///   - deliveryLimit: `x-delivery-limit` of the job queue, a guard against crash loops.
+    ///   - deliveryLimit: `x-delivery-limit` of the job and events queues, a guard against crash loops.
     ///   - resultsRetention: retention of the results stream when it is created.
     public init(prefix: String = "push", retryDelaysSeconds: [Int] = [5, 30, 120, 600, 3600],
                 deliveryLimit: Int = 20, resultsRetention: ResultsRetention = ResultsRetention()) {
@@ -145,7 +175,7 @@ public struct Topology: Sendable, Equatable {
                 "x-dead-letter-exchange": .string(deadLetterExchange),
                 "x-delivery-limit": .int(Int64(deliveryLimit)),
             ]) { a, _ in a }),
-            Queue(name: deadLetterQueue, arguments: quorum),
+            Queue(name: deadLetterQueue, arguments: quorum, unlimitedDeliveries: true, addedLater: ["x-delivery-limit"]),
             Queue(name: resultsStream, arguments: [
                 "x-queue-type": "stream",
                 "x-max-age": .string(resultsRetention.maxAge),
@@ -155,8 +185,9 @@ public struct Topology: Sendable, Equatable {
             Queue(name: eventsQueue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
                 "x-dead-letter-exchange": "",
                 "x-dead-letter-routing-key": .string(eventsDeadLetterQueue),
-            ]) { a, _ in a }),
-            Queue(name: eventsDeadLetterQueue, arguments: quorum),
+                "x-delivery-limit": .int(Int64(deliveryLimit)),
+            ]) { a, _ in a }, addedLater: ["x-delivery-limit"]),
+            Queue(name: eventsDeadLetterQueue, arguments: quorum, unlimitedDeliveries: true, addedLater: ["x-delivery-limit"]),
         ]
         var bindings = [
             Binding(queue: jobsQueue, exchange: jobsExchange, routingKey: jobsRoutingKey),

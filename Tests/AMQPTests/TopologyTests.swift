@@ -74,6 +74,66 @@ struct TopologyTests {
         }
     }
 
+    /// The dead-letter queues have no dead-letter exchange behind them: a message RabbitMQ drops
+    /// for its delivery count is gone. On 4.x (default limit 20) they are declared with -1 (no
+    /// limit); on 3.x (no default, and -1 would drop at the first return) without. Either way a
+    /// dead letter returned 25 times by a dying reader is still there.
+    @Test func aDeadLetterReturnedByDyingReadersIsNeverDroppedOnAnyLine() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let topology = Topology(prefix: broker.uniqueName("topo"))
+        defer { try? broker.deleteTopology(topology, settings: settings) }
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        let report = try topology.declare(on: client)
+        #expect(report.keptWithout.isEmpty && report.notes.count == 1)
+        let listing = try broker.rabbitmqctl(["list_queues", "name", "arguments"])
+        let line = try #require(listing.split(separator: "\n").first { $0.hasPrefix("\(topology.deadLetterQueue)\t") })
+        #expect(line.contains("x-delivery-limit") == client.brokerFeatures.unlimitedDeliveryLimit, "\(client.brokerFeatures): \(line)")
+        try client.publishConfirmed(exchange: topology.deadLetterExchange, routingKey: "", body: Data("dead".utf8))
+        for round in 1...25 {
+            let reader = try AMQPChannelClient(settings: settings)
+            let held = try reader.get(queue: topology.deadLetterQueue)
+            reader.close()  // dies holding it: the broker returns it and counts a delivery
+            try #require(held?.body == Data("dead".utf8), "round \(round) on \(client.brokerFeatures)")
+        }
+        var count = UInt32(0)
+        for _ in 0..<40 where count == 0 {  // the last return lands a moment after the close
+            count = try client.messageCount(queue: topology.deadLetterQueue)
+            if count == 0 { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(count == 1)
+    }
+
+    /// A broker set up by an earlier version: the events queue and both dead-letter queues without
+    /// `x-delivery-limit`. Declaring keeps them as they are and reports each (the worker logs a
+    /// warning); a queue that differs in another argument is still refused.
+    @Test func queuesDeclaredByAnEarlierVersionAreKeptAndReported() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let topology = Topology(prefix: broker.uniqueName("topo"))
+        defer { try? broker.deleteTopology(topology, settings: settings) }
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        let earlier = [topology.eventsQueue, topology.eventsDeadLetterQueue, topology.deadLetterQueue]
+        for queue in topology.queues where earlier.contains(queue.name) {
+            try client.declareQueue(queue.name, arguments: queue.earlierArguments(on: client.brokerFeatures))
+        }
+        let report = try topology.declare(on: client)
+        let expected = client.brokerFeatures.unlimitedDeliveryLimit ? earlier : [topology.eventsQueue]  // 3.x: the DLQs match
+        #expect(report.keptWithout == Dictionary(uniqueKeysWithValues: expected.map { ($0, ["x-delivery-limit"]) }))
+        #expect(report.notes.count == 1 + expected.count && report.notes.dropFirst().allSatisfy { $0.contains("set it with a policy") })
+        #expect(try topology.declare(on: client) == report, "declaring again finds the same")
+
+        let other = Topology(prefix: topology.prefix, deliveryLimit: 7)
+        do {
+            try other.declare(on: client)
+            Issue.record("a job queue with another delivery limit was accepted")
+        } catch {
+            #expect(error.replyCode == 406)
+        }
+    }
+
     /// Any number of readers, each from its own offset: two consumers from `first` both read
     /// every result, in order, with their offsets; neither takes anything from the other.
     @Test func twoIndependentReadersEachReadEveryResult() async throws {

@@ -66,6 +66,35 @@ import Testing
         #expect(err.contains("0 of 1 result(s)"), "\(err)")
     }
 
+    /// Results carry their App ID as the stream's filter value. On RabbitMQ 3.13+ `results
+    /// --app-id` asks the broker to skip the chunks of other App IDs and reads a few messages; on
+    /// 3.10 it reads every result and filters them itself. It prints the same results on both.
+    @Test func resultsOfOneAppIDAreFilteredByTheBrokerWhereItCanAndByTheReaderElsewhere() async throws {
+        let f = try await PipelineFixture()
+        let (shutdown, task) = f.startWorker(try f.makeWorker())
+        try await f.publish((0..<200).map { jobJSON("other-\($0)", tokens: ["dev-\($0)"], app: "other-app") })  // unknown: dead-lettered
+        let others = try await f.results(200)
+        try await f.publish((0..<3).map { jobJSON("mine-\($0)", tokens: ["dev-\($0)"]) })
+        let mine = try await f.results(3)
+        shutdown.trigger()
+        await task.value
+        #expect(others.allSatisfy { $0.appID == "other-app" } && mine.allSatisfy { $0.appID == "shop-android" && $0.outcome == .sent })
+
+        let (code, out, err) = await runCLI(["results", "--app-id", "shop-android", "--summary", "--timeout", "2",
+                                             "--amqp-url", f.broker.url, "--prefix", f.topology.prefix])
+        #expect(code == 0, "\(err)")
+        #expect(Set(try out.split(separator: "\n").map { try SendResult.decode(JSONValue.parse(Array($0.utf8))).jobID }) == ["mine-0", "mine-1", "mine-2"])
+        let client = try AMQPChannelClient(settings: f.settings)
+        let features = client.brokerFeatures
+        client.close()
+        let read = try #require(err.firstMatch(of: /read (\d+), printed 3/).flatMap { Int($0.1) }, "\(err)")
+        if features.streamFiltering {
+            #expect(read < 50 && err.contains("the broker filtered by --app-id"), "\(features): \(err)")
+        } else {
+            #expect(read == 203 && err.contains("every result read"), "\(features): \(err)")
+        }
+    }
+
     @Test func theTextLineNamesOffsetAppOutcomeJobAndErrorCode() throws {
         let json = try JSONValue.parse(#"{"job_id":"j","app_id":"a","mn_message_id":"m","target":{"token":"t"},"outcome":"invalid_token","error":{"code":"UNREGISTERED","message":"x"},"attempts":1,"completed_at":"2026-11-30T08:00:00Z"}"#)
         #expect(ResultsQuery.text(json, offset: 42) == "42  2026-11-30T08:00:00Z  a  invalid_token  job=j  m  token=t  UNREGISTERED")

@@ -89,7 +89,8 @@ public struct EventsCommand: Command {
         }
         let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments), format: CommonOptions.logFormat(arguments))
         if !arguments.has("--no-declare") {
-            let legacy = try declare(configuration.topology, settings: configuration.settings)
+            let (report, legacy) = try declare(configuration.topology, settings: configuration.settings)
+            log(report, to: logger)
             if !legacy.found.isEmpty { logger.warning(legacy.advice(configuration.topology)) }
         }
 

@@ -9,12 +9,14 @@ import PushCore
 public struct ResultsCommand: Command {
     public static let spec = CommandSpec(
         name: "results",
-        synopsis: "[--from POSITION] [--app-id ID] [--outcome OUTCOME] [--job-id ID] [--count N] [--follow] [--timeout SECONDS] [--json] [options]",
+        synopsis: "[--from POSITION] [--app-id ID] [--outcome OUTCOME] [--job-id ID] [--count N] [--follow] [--timeout SECONDS] [--json] [--summary] [options]",
         about: """
         Reads the results stream <prefix>.results.stream and prints the results that match, in
         stream order: text (offset, time, app, outcome, job, message id, target, error code) on a
         terminal, the result's JSON (one line each) otherwise or with --json. Reading takes nothing
-        away: any number of readers see every result.
+        away: any number of readers see every result. With --app-id on RabbitMQ 3.13 or later the
+        broker skips the stream chunks holding no result of that App ID (stream filtering); on
+        earlier releases every result is read and filtered here.
         """,
         options: [
             .value("--from", "POSITION", "first (the oldest result kept), last (the last chunk written), next (only\n"
@@ -28,6 +30,8 @@ public struct ResultsCommand: Command {
             .value("--timeout", "SECONDS", "without --follow: stop once no result arrived for this long", default: "5",
                    .integer(1...86_400), setting: false),
             .flag("--json", "JSON Lines even on a terminal", setting: false),
+            .flag("--summary", "at the end, one line on standard error: results read, results printed, and whether\n"
+                + "the broker filtered by --app-id (RabbitMQ 3.13 and later) or every result was read", setting: false),
         ] + CommonOptions.brokerOptions)
 
     let arguments: ParsedArguments
@@ -52,7 +56,8 @@ public struct ResultsCommand: Command {
         let asJSON = arguments.has("--json") || isatty(STDOUT_FILENO) != 1
         let reader: StreamReader
         do {
-            reader = try await StreamReader(settings: settings, stream: topology.resultsStream, from: query.from)
+            reader = try await StreamReader(settings: settings, stream: topology.resultsStream, from: query.from,
+                                            filterValues: query.appID.map { [$0] } ?? [])
         } catch {
             throw CommandFailure("results: cannot read the stream \(topology.resultsStream) on \(settings.redactedURL) "
                 + "(wrong --prefix? run push-connector topology declare): \(error)")
@@ -73,6 +78,11 @@ public struct ResultsCommand: Command {
             throw CommandFailure("results: reading \(topology.resultsStream) failed after \(printed) result(s): \(error)")
         }
         await reader.close()
+        if arguments.has("--summary") {
+            let filtering = query.appID == nil ? "no --app-id" : reader.brokerFilters ? "the broker filtered by --app-id"
+                : "the broker cannot filter (before RabbitMQ 3.13): every result read"
+            context.console.err("results: read \(reader.delivered), printed \(printed); \(filtering)")
+        }
         if let count, printed < count {
             context.console.err("results: \(printed) of \(count) result(s) arrived (no new result for \(idle.map { "\($0)" } ?? "-"))")
             return 1

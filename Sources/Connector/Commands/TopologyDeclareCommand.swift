@@ -21,9 +21,10 @@ public struct TopologyDeclareCommand: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "topology declare")
         let topology = try CommonOptions.topology(arguments, command: "topology declare")
-        let legacy = try declare(topology, settings: settings)
+        let (report, legacy) = try declare(topology, settings: settings)
         context.console.out("declared \(topology.exchanges.count) exchanges, \(topology.queues.count) queues, "
-            + "\(topology.bindings.count) bindings on \(settings.redactedURL) (prefix \(topology.prefix))")
+            + "\(topology.bindings.count) bindings on \(settings.redactedURL) (prefix \(topology.prefix)) for \(report.features)")
+        for note in report.notes.dropFirst() { context.console.err("topology declare: " + note) }
         if !legacy.found.isEmpty {
             context.console.err("topology declare: " + legacy.advice(topology))
             return 1

@@ -76,7 +76,8 @@ public struct WorkerCommand: Command {
         defer { client.shutdown() }
         let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry)))
         if plan.declareTopology {
-            let legacy = try declare(plan.topology, settings: plan.settings)
+            let (report, legacy) = try declare(plan.topology, settings: plan.settings)
+            log(report, to: logger)
             if !legacy.found.isEmpty { logger.warning(legacy.advice(plan.topology)) }
         } else {
             try verify(plan.topology, settings: plan.settings)
@@ -142,17 +143,26 @@ extension WorkerCommand {
     }
 }
 
-/// Declares the topology once, with a one-line error on failure; returns the quorum results
-/// queues of an earlier version it found (to be migrated).
+/// Declares the topology once, with a one-line error on failure; returns what the declaration
+/// found (the broker's features, queues kept as an earlier version declared them) and the quorum
+/// results queues of an earlier version (to be migrated).
 @discardableResult
-func declare(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure) -> LegacyResultsQueues {
+func declare(_ topology: Topology, settings: AMQPSettings) throws(CommandFailure) -> (report: DeclarationReport, legacy: LegacyResultsQueues) {
     do {
         let client = try AMQPChannelClient(settings: settings)
         defer { client.close() }
-        try topology.declare(on: client)
-        return try LegacyResultsQueues.find(topology, client: client)
+        let report = try topology.declare(on: client)
+        return (report, try LegacyResultsQueues.find(topology, client: client))
     } catch {
         throw CommandFailure("cannot declare the topology on \(settings.redactedURL): \(error)")
+    }
+}
+
+/// Logs what a declaration decided from the broker's version (info) and each queue it kept as
+/// an earlier version declared it (warning).
+func log(_ report: DeclarationReport, to logger: Logger) {
+    for (index, note) in report.notes.enumerated() {
+        if index == 0 { logger.info(note) } else { logger.warning(note) }
     }
 }
 

@@ -324,13 +324,13 @@ public struct JobProcessor: Sendable {
     }
 
     /// Results as messages for the results exchange, each stamped with the job's replay count
-    /// (`push-replays`), which orders the results of one `mn_message_id` (contract).
+    /// (`push-replays`), which orders the results of one `mn_message_id` (contract), and its App
+    /// ID as the stream's filter value (`x-stream-filter-value`: `StreamReader`).
     private func results(_ results: [SendResult], history: DeliveryHistory) -> [OutboundMessage] {
         results.map { result in
             var result = result
             result.replays = history.replays
-            return OutboundMessage(exchange: topology.resultsExchange, routingKey: result.routingKey,
-                                   body: Data(result.encodedBytes()), headers: [:], kind: .result, label: result.outcome.rawValue)
+            return OutboundMessage.result(result, exchange: topology.resultsExchange)
         }
     }
 

@@ -1,5 +1,6 @@
 import AMQP
 import FoundationEssentials
+import PushCore
 
 /// A message the pipeline publishes as a consequence of one delivery: a result, a retry copy
 /// or a dead-letter copy. The delivery is acked only when all of them are confirmed.
@@ -22,6 +23,14 @@ public struct OutboundMessage: Sendable {
 
     public var properties: MessageProperties {
         MessageProperties(contentType: "application/json", headers: headers, persistent: true)
+    }
+
+    /// A result for `exchange` (routing key `<app_id>.<outcome>`), with its App ID as the results
+    /// stream's filter value (`x-stream-filter-value`, read by `StreamReader`; RabbitMQ before
+    /// 3.13 keeps it as an ordinary header).
+    static func result(_ result: SendResult, exchange: String) -> OutboundMessage {
+        OutboundMessage(exchange: exchange, routingKey: result.routingKey, body: Data(result.encodedBytes()),
+                        headers: ["x-stream-filter-value": .string(result.appID)], kind: .result, label: result.outcome.rawValue)
     }
 
     /// The message as the publisher takes it.
