@@ -51,6 +51,15 @@ import Testing
         #expect(try bindings(to: "push.jobs").map { "\($0.source) \($0.key)" } == ["push.jobs job"])
     }
 
+    /// The file is for RabbitMQ 4.x (the deploy files run 4.3): the dead-letter queues lift 4.x's
+    /// default delivery limit of 20 (nothing catches what they would drop), the events queue has
+    /// the job queue's crash-loop guard.
+    @Test func deadLetterQueuesHaveNoDeliveryLimitAndTheEventsQueueHasTheJobQueues() throws {
+        #expect(try arguments("push.jobs.dlq")["x-delivery-limit"] == -1)
+        #expect(try arguments("push.events.dlq")["x-delivery-limit"] == -1)
+        #expect(try arguments("push.events")["x-delivery-limit"] == 20)
+    }
+
     @Test(arguments: [("push.retry.5s", "5s", 5_000), ("push.retry.30s", "30s", 30_000), ("push.retry.2m", "2m", 120_000),
                       ("push.retry.10m", "10m", 600_000), ("push.retry.1h", "1h", 3_600_000)])
     func eachRetryTierHoldsForItsTTLThenDeadLettersBackToTheJobExchange(queue: String, key: String, ttl: Int) throws {
