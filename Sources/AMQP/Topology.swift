@@ -5,10 +5,13 @@
 /// - `push.jobs` direct exchange → quorum queue `push.jobs` (binding key `job`): DLX `push.dlx`,
 ///   `x-dead-letter-strategy: at-least-once`, `x-overflow: reject-publish`, `x-delivery-limit`
 ///   (20: the crash-loop guard, the same on every RabbitMQ line).
-///   Upstream publishes jobs to exchange `push.jobs` with routing key `job`.
+///   Upstream publishes jobs to exchange `push.jobs` with routing key `job`; high-priority jobs
+///   with `job.high`, to quorum queue `push.jobs.high` (same arguments), which every worker
+///   consumes on an urgent lane with capacity of its own.
 /// - `push.retry` direct exchange → one quorum queue per tier, `push.retry.5s` … `push.retry.1h`
 ///   (binding key = tier name), each with one `x-message-ttl` and dead-lettering (at-least-once)
-///   back to `push.jobs` with routing key `job`.
+///   back to `push.jobs` with routing key `job`; the urgent ladder `push.retry.high.5s` … (binding
+///   key `high.5s` …) dead-letters back with `job.high`.
 /// - `push.dlx` fanout exchange → quorum queue `push.jobs.dlq` (what a person must look at),
 ///   with no delivery limit on any line (`Queue.unlimitedDeliveries`).
 /// - `push.results` topic exchange → stream `push.results.stream` bound `#` (routing key
@@ -101,8 +104,9 @@ public struct Topology: Sendable, Equatable {
         public var name: String
         public var delaySeconds: Int
         public var queue: String
-        /// Publish to `retryExchange` with this routing key to delay a job by `delaySeconds`.
-        public var routingKey: String { name }
+        /// Publish to `retryExchange` with this routing key to delay a job by `delaySeconds`:
+        /// the name (`30s`), `high.30s` for the ladder of high-priority jobs.
+        public var routingKey: String
     }
 
     public let prefix: String
@@ -113,6 +117,14 @@ public struct Topology: Sendable, Equatable {
     public let retryExchange: String
     /// Sorted by delay, shortest first.
     public let retryTiers: [RetryTier]
+    /// The quorum queue of high-priority jobs (`<prefix>.jobs.high`, bound to `jobsExchange`
+    /// with `urgentRoutingKey`), consumed by every worker's urgent lane.
+    public let urgentJobsQueue: String
+    /// `job.high`: the routing key of a job with `"priority": "high"`.
+    public let urgentRoutingKey: String
+    /// The retry ladder of high-priority jobs (`<prefix>.retry.high.30s`, …): the same delays,
+    /// dead-lettering back to `urgentJobsQueue`, so a retried urgent job stays urgent.
+    public let urgentRetryTiers: [RetryTier]
     public let deadLetterExchange: String
     public let deadLetterQueue: String
     public let resultsExchange: String
@@ -154,10 +166,17 @@ public struct Topology: Sendable, Equatable {
         eventsDeadLetterQueue = "\(prefix).events.dlq"
         controlExchange = "\(prefix).control"
         legacyResultsQueues = ["\(prefix).results", "\(prefix).events.results"]
+        urgentJobsQueue = "\(prefix).jobs.high"
+        urgentRoutingKey = "job.high"
         let retryExchange = self.retryExchange
-        retryTiers = Set(retryDelaysSeconds.filter { $0 > 0 }).sorted().map { delay in
+        let delays = Set(retryDelaysSeconds.filter { $0 > 0 }).sorted()
+        retryTiers = delays.map { delay in
             let name = Self.tierName(delay)
-            return RetryTier(name: name, delaySeconds: delay, queue: "\(retryExchange).\(name)")
+            return RetryTier(name: name, delaySeconds: delay, queue: "\(retryExchange).\(name)", routingKey: name)
+        }
+        urgentRetryTiers = delays.map { delay in
+            let name = Self.tierName(delay)
+            return RetryTier(name: name, delaySeconds: delay, queue: "\(retryExchange).high.\(name)", routingKey: "high.\(name)")
         }
 
         let quorum: AMQPTable = ["x-queue-type": "quorum"]
@@ -170,11 +189,13 @@ public struct Topology: Sendable, Equatable {
             Exchange(name: eventsExchange, type: "fanout"),
             Exchange(name: controlExchange, type: "fanout"),
         ]
+        let jobQueueArguments = quorum.merging(atLeastOnce) { a, _ in a }.merging([
+            "x-dead-letter-exchange": .string(deadLetterExchange),
+            "x-delivery-limit": .int(Int64(deliveryLimit)),
+        ]) { a, _ in a }
         var queues = [
-            Queue(name: jobsQueue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
-                "x-dead-letter-exchange": .string(deadLetterExchange),
-                "x-delivery-limit": .int(Int64(deliveryLimit)),
-            ]) { a, _ in a }),
+            Queue(name: jobsQueue, arguments: jobQueueArguments),
+            Queue(name: urgentJobsQueue, arguments: jobQueueArguments),
             Queue(name: deadLetterQueue, arguments: quorum, unlimitedDeliveries: true, addedLater: ["x-delivery-limit"]),
             Queue(name: resultsStream, arguments: [
                 "x-queue-type": "stream",
@@ -191,26 +212,37 @@ public struct Topology: Sendable, Equatable {
         ]
         var bindings = [
             Binding(queue: jobsQueue, exchange: jobsExchange, routingKey: jobsRoutingKey),
+            Binding(queue: urgentJobsQueue, exchange: jobsExchange, routingKey: urgentRoutingKey),
             Binding(queue: deadLetterQueue, exchange: deadLetterExchange, routingKey: ""),
             Binding(queue: resultsStream, exchange: resultsExchange, routingKey: "#"),
             Binding(queue: eventsQueue, exchange: eventsExchange, routingKey: ""),
         ]
-        for tier in retryTiers {
+        let (normalKey, urgentKey) = (jobsRoutingKey, urgentRoutingKey)
+        let ladders = retryTiers.map { ($0, normalKey) } + urgentRetryTiers.map { ($0, urgentKey) }
+        for (tier, backTo) in ladders {
             queues.append(Queue(name: tier.queue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
                 "x-message-ttl": .int(Int64(tier.delaySeconds) * 1000),
                 "x-dead-letter-exchange": .string(jobsExchange),
-                "x-dead-letter-routing-key": .string(jobsRoutingKey),
+                "x-dead-letter-routing-key": .string(backTo),
             ]) { a, _ in a }))
-            bindings.append(Binding(queue: tier.queue, exchange: retryExchange, routingKey: tier.name))
+            bindings.append(Binding(queue: tier.queue, exchange: retryExchange, routingKey: tier.routingKey))
         }
         self.queues = queues
         self.bindings = bindings
     }
 
-    /// The tier to use for a wanted delay: the shortest tier at least as long, else the longest.
-    public func retryTier(forDelaySeconds delay: Double) -> RetryTier? {
-        retryTiers.first { Double($0.delaySeconds) >= delay } ?? retryTiers.last
+    /// The tier to use for a wanted delay: the shortest tier at least as long, else the longest;
+    /// of the urgent ladder for a high-priority job.
+    public func retryTier(forDelaySeconds delay: Double, urgent: Bool = false) -> RetryTier? {
+        let tiers = urgent ? urgentRetryTiers : retryTiers
+        return tiers.first { Double($0.delaySeconds) >= delay } ?? tiers.last
     }
+
+    /// Where a job is published: `jobsRoutingKey`, or `urgentRoutingKey` for a high-priority one.
+    public func jobsRoutingKey(urgent: Bool) -> String { urgent ? urgentRoutingKey : jobsRoutingKey }
+
+    /// Every retry tier's queue, both ladders.
+    public var allRetryQueues: [String] { (retryTiers + urgentRetryTiers).map(\.queue) }
 
     /// `5s`, `2m`, `1h`, `90s` (exact units only).
     static func tierName(_ seconds: Int) -> String {

@@ -11,15 +11,40 @@ public struct SendCommand: Command {
         per line (JSON Lines); - reads standard input. Each job is checked against the send-job
         contract first (and, with --config, its App ID and composition); nothing is published if any
         job is invalid, unless --no-validate. Prints how many jobs were published and confirmed.
+        A job whose "priority" is "high" goes with the routing key job.high to the urgent queue
+        <prefix>.jobs.high, the others with job; --priority sets the field of every job.
         """,
         options: CommonOptions.brokerOptions + [
             .value("--config", "FILE", "also check each job's App ID and composition against this App ID file", .nonEmpty),
             .flag("--no-validate", "publish the bodies as they are (for tests and chaos runs)", setting: false),
+            .value("--priority", "PRIORITY", "normal or high: set every job's \"priority\" (high: routing key job.high, the\n"
+                + "urgent queue); without it each job goes by its own field", setting: false),
         ],
         positionals: 1...64)
 
     let arguments: ParsedArguments
-    public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
+    let priority: JobPriority?
+    public init(_ arguments: ParsedArguments) throws(UsageError) {
+        self.arguments = arguments
+        if let text = arguments.value("--priority") {
+            guard let value = JobPriority(rawValue: text) else { throw UsageError("send: --priority must be normal or high, got \"\(text)\"") }
+            priority = value
+        } else {
+            priority = nil
+        }
+    }
+
+    /// `body` with its `"priority"` set to `priority` (when given), and whether it goes to the
+    /// urgent queue; nil when a priority is to be set and `body` is not a JSON object.
+    static func prioritized(_ body: [UInt8], _ priority: JobPriority?) -> (body: [UInt8], urgent: Bool)? {
+        guard let priority else {
+            let urgent = (try? JSONValue.parse(body))?["priority"]?.stringValue == JobPriority.high.rawValue
+            return (body, urgent)
+        }
+        guard case .object(var fields)? = try? JSONValue.parse(body) else { return nil }
+        fields["priority"] = .string(priority.rawValue)
+        return (JSONValue.object(fields).encodedBytes(), priority == .high)
+    }
 
     /// The job documents in a file: the whole file if it is one JSON document, else one per line.
     static func documents(in bytes: [UInt8]) -> [[UInt8]] {
@@ -33,14 +58,18 @@ public struct SendCommand: Command {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "send")
         let topology = try CommonOptions.topology(arguments, command: "send")
         let registry = try arguments.value("--config").map { path throws(CommandFailure) in try AppConfigurationFile.load(path) }
-        var jobs: [[UInt8]] = []
+        var jobs: [(body: [UInt8], urgent: Bool)] = []
         var problems: [String] = []
         for path in arguments.positionals {
             let documents = SendCommand.documents(in: try AppConfigurationFile.readFile(path, what: "job"))
-            for (n, body) in documents.enumerated() {
+            for (n, document) in documents.enumerated() {
                 let place = documents.count > 1 ? "\(path):\(n + 1)" : path
+                guard let (body, urgent) = SendCommand.prioritized(document, priority) else {
+                    problems.append("\(place): not a JSON object: --priority cannot be set")
+                    continue
+                }
                 if !arguments.has("--no-validate") { problems += SendCommand.check(body, registry: registry).map { "\(place): \($0)" } }
-                jobs.append(body)
+                jobs.append((body, urgent))
             }
         }
         guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n") + "\nnothing was published", exitCode: 2) }
@@ -61,9 +90,10 @@ public struct SendCommand: Command {
                         try await group.next()
                         confirmed += 1
                     }
-                    let body = Data(job)
+                    let body = Data(job.body)
+                    let routingKey = topology.jobsRoutingKey(urgent: job.urgent)
                     group.addTask {
-                        try await publisher.publish(exchange: topology.jobsExchange, routingKey: topology.jobsRoutingKey,
+                        try await publisher.publish(exchange: topology.jobsExchange, routingKey: routingKey,
                                                     body: body, properties: properties)
                     }
                 }
@@ -74,7 +104,9 @@ public struct SendCommand: Command {
             throw CommandFailure("published \(confirmed) of \(jobs.count) job(s) before an error: \(error)")
         }
         await publisher.close()
-        context.console.out("published \(jobs.count) job(s) to \(topology.jobsExchange), all confirmed")
+        let urgent = jobs.count { $0.urgent }
+        context.console.out("published \(jobs.count) job(s) to \(topology.jobsExchange)" + (urgent > 0 ? " (\(urgent) high priority)" : "")
+            + ", all confirmed")
         return 0
     }
 

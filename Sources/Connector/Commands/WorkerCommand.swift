@@ -40,6 +40,8 @@ public struct WorkerCommand: Command {
                    default: String(JobProcessor.defaultMaxJobBytes), .integer(1_024...(64 << 20))),
             .value("--quota-refresh", "S", "count the job queue's consumers every S seconds and take this process's share of "
                    + "each project's quota; a 429 pauses the project on every worker (0: alone, no sharing)", default: "5", .integer(0...3600)),
+            .value("--urgent-in-flight", "N", "FCM requests reserved for high-priority jobs (the urgent queue <prefix>.jobs.high),\n"
+                   + "on top of --max-in-flight; also the urgent lane's prefetch", default: "100", .integer(1...10_000)),
             .value("--min-quota-pause", "S", "shortest pause of a project after a 429, whatever its Retry-After", default: "60",
                    .integer(1...3600)),
             .value("--http", "HOST:PORT", "serve /healthz, /readyz and /metrics there (default: off)", .hostPort),
@@ -70,7 +72,7 @@ public struct WorkerCommand: Command {
         }
         let logger = Logger(component: "worker", minimumLevel: plan.logLevel, format: plan.logFormat)
         let metrics = WorkerMetrics()
-        var observed = plan.fcm
+        var observed = plan.fcmWithReserve
         observed.observer = FCMWatch(metrics: metrics, log: logger)
         let client = FCMClient(configuration: observed)
         defer { client.shutdown() }
@@ -88,6 +90,11 @@ public struct WorkerCommand: Command {
         processor.sendWindow = SendWindow(capacity: plan.fcm.transport.maxInFlight)
         processor.jobAdmission = SendWindow(capacity: 2 * plan.fcm.transport.maxInFlight)
         let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger, metrics: metrics)
+        var urgentProcessor = processor
+        urgentProcessor.urgent = true
+        urgentProcessor.sendWindow = SendWindow(capacity: plan.urgentInFlight)
+        urgentProcessor.jobAdmission = SendWindow(capacity: 2 * plan.urgentInFlight)
+        let urgentLane = SendWorker(configuration: plan.urgentWorker, processor: urgentProcessor, logger: logger, metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
         let fleet = plan.quotaRefresh.map { interval in
             var configuration = FleetQuota.Configuration(settings: plan.settings, topology: plan.topology, lanes: plan.worker.lanes)
@@ -120,7 +127,9 @@ public struct WorkerCommand: Command {
                                         "http": server.map { "\(plan.http?.host ?? ""):\($0.port)" } ?? "off",
                                         "version": BuildInfo.version])
         let fleetTask = fleet.map { fleet in Task { await fleet.run(until: shutdown) } }
+        async let urgent: Void = urgentLane.run(until: shutdown)
         await worker.run(until: shutdown)
+        await urgent
         await fleetTask?.value
         await server?.stop()
         return 0

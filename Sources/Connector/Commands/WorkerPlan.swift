@@ -24,6 +24,10 @@ struct WorkerPlan {
     var declareTopology: Bool
     /// `--quota-refresh`: how often the fleet's consumers are counted; nil: no quota sharing.
     var quotaRefresh: Duration?
+    /// `--urgent-in-flight`: FCM requests reserved for the urgent lane, on top of `--max-in-flight`.
+    var urgentInFlight: Int
+    /// The urgent lane: one lane on the urgent queue, its prefetch the reserve.
+    var urgentWorker: SendWorker.Configuration
 
     init(_ a: ParsedArguments, _ context: CommandContext) throws {
         settings = try CommonOptions.brokerSettings(a, context, command: "worker")
@@ -53,6 +57,20 @@ struct WorkerPlan {
         let refresh = a.integer("--quota-refresh")
         quotaRefresh = refresh > 0 ? .seconds(refresh) : nil
         fcm.rateLimit.minimumQuotaPause = .seconds(a.integer("--min-quota-pause"))
+        urgentInFlight = a.integer("--urgent-in-flight")
+        urgentWorker = worker
+        urgentWorker.urgent = true
+        urgentWorker.lanes = 1
+        urgentWorker.prefetchBytes = 0
+        urgentWorker.prefetch = UInt16(clamping: urgentInFlight)
+    }
+
+    /// The FCM client's configuration: `--max-in-flight` for the lanes plus the urgent reserve,
+    /// so that a window full of campaign sends never delays an urgent one.
+    var fcmWithReserve: FCMClient.Configuration {
+        var configuration = fcm
+        configuration.transport.maxInFlight += urgentInFlight
+        return configuration
     }
 
     /// The prefetch as `--check` tells it.
@@ -74,6 +92,7 @@ struct WorkerPlan {
         lines.append("would: \(declareTopology ? "declare" : "verify") the topology (prefix \(topology.prefix), retry tiers "
             + topology.retryTiers.map { "\($0.delaySeconds)s" }.joined(separator: ",") + ") on \(settings.redactedURL),")
         lines.append("  consume \(topology.jobsQueue) on \(worker.lanes) lane(s) with prefetch \(prefetchDescription), send to \(fcm.baseURL) (\(fcm.transportKind.rawValue)),")
+        lines.append("  consume \(topology.urgentJobsQueue) on an urgent lane with \(urgentInFlight) FCM request(s) of its own,")
         lines.append("  " + (quotaRefresh.map { "share each project's quota with the job queue's other consumers (counted every \($0.components.seconds)s), "
             + "announce 429 pauses on \(topology.controlExchange)," } ?? "take each project's whole quota (--quota-refresh 0),")
             + " pause a project at least \(fcm.rateLimit.minimumQuotaPause.components.seconds)s after a 429,")

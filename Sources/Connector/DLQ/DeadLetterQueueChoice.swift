@@ -26,10 +26,10 @@ public enum JobsDeadLetters: DeadLetterQueueChoice {
     public static let commandPrefix = "dlq"
     public static let queueHelp = "<prefix>.jobs.dlq"
     public static let items = "job(s)"
-    public static let replayHelp = "the job exchange <prefix>.jobs (routing key job)"
+    public static let replayHelp = "the job exchange <prefix>.jobs (routing key job; job.high for a push-priority: high dead letter)"
     public static func queue(_ topology: Topology) -> String { topology.deadLetterQueue }
     public static func replayDestination(_ topology: Topology, headers: AMQPTable) -> (exchange: String, routingKey: String) {
-        (topology.jobsExchange, topology.jobsRoutingKey)
+        (topology.jobsExchange, topology.jobsRoutingKey(urgent: headers[DeadLetterHeader.priority]?.stringValue == JobPriority.high.rawValue))
     }
     public static func replayTarget(_ topology: Topology) -> String { "\(topology.jobsExchange)/\(topology.jobsRoutingKey)" }
 }

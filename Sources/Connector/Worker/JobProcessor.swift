@@ -14,7 +14,7 @@ import Synchronization
 public struct JobProcessor: Sendable {
     public let catalog: AppCatalog
     public var topology: Topology {
-        didSet { retryQueues = topology.retryTiers.map(\.queue) }
+        didSet { retryQueues = topology.allRetryQueues }
     }
     /// The retry tiers' queues: a delivery that expired in one of them is a retry copy.
     private var retryQueues: [String]
@@ -39,11 +39,15 @@ public struct JobProcessor: Sendable {
     var jobAdmission: SendWindow?
     /// Counts jobs admitted and not released, with their high-water mark (tests; nil otherwise).
     var admittedGauge: HighWaterGauge?
+    /// The processor of the urgent lane (`Topology.urgentJobsQueue`): every job it handles is
+    /// high priority, whatever its body says, so its retry copies take the urgent ladder and its
+    /// dead letters say `"priority": "high"` (a replay puts them back on the urgent queue).
+    var urgent = false
 
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
         self.catalog = catalog
         self.topology = topology
-        retryQueues = topology.retryTiers.map(\.queue)
+        retryQueues = topology.allRetryQueues
         self.planner = planner
     }
 
@@ -297,11 +301,12 @@ public struct JobProcessor: Sendable {
     /// headers written from the delivery's `history` (`FailureHeaders`).
     func outbound(_ plan: JobPlan, history: DeliveryHistory, now: Timestamp) -> [OutboundMessage] {
         var messages = results(plan.results, history: history)
-        if let retry = plan.retry, let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds) {
+        if let retry = plan.retry,
+           let tier = topology.retryTier(forDelaySeconds: retry.delay.seconds, urgent: urgent || retry.job.priority == .high) {
             var retried = history  // the copy carries this attempt's possibly-delivered mark too, as a dead letter does
             retried.possiblyDelivered = retried.possiblyDelivered || retry.possiblyDelivered
             messages.append(OutboundMessage(exchange: topology.retryExchange, routingKey: tier.routingKey,
-                                            body: Data(retry.job.encoded().encodedBytes()),
+                                            body: Data(prioritized(retry.job).encoded().encodedBytes()),
                                             headers: FailureHeaders.retry(attempts: retry.attempts, history: retried, now: now),
                                             kind: .retry, label: tier.name, reason: "next attempt \(retry.attempts + 1): \(retry.reason)"))
         }
@@ -309,10 +314,18 @@ public struct JobProcessor: Sendable {
             // This delivery's attempt counts: the job was tried.
             var tried = history.afterThisAttempt
             tried.possiblyDelivered = tried.possiblyDelivered || dead.possiblyDelivered
-            messages.append(deadLetter(body: Data(dead.job.encoded().encodedBytes()), code: dead.code, message: dead.message,
-                                       history: tried, now: now))
+            messages.append(deadLetter(body: Data(prioritized(dead.job).encoded().encodedBytes()), code: dead.code, message: dead.message,
+                                       history: tried, now: now, job: dead.job))
         }
         return messages
+    }
+
+    /// `job`, marked high priority when this is the urgent lane's processor.
+    private func prioritized(_ job: SendJob) -> SendJob {
+        guard urgent, job.priority != .high else { return job }
+        var job = job
+        job.priority = .high
+        return job
     }
 
     /// A decoded job that goes to the DLQ as a whole, its body byte for byte, with a
@@ -320,7 +333,7 @@ public struct JobProcessor: Sendable {
     private func deadLettered(_ job: SendJob, body: Data, code: DeadLetterCode, message: String, history: DeliveryHistory,
                               now: Timestamp) -> [OutboundMessage] {
         results(planner.deadLettered(job, code: code, message: message, attempts: history.attemptsMade, now: now), history: history)
-            + [deadLetter(body: body, code: code, message: message, history: history, now: now)]
+            + [deadLetter(body: body, code: code, message: message, history: history, now: now, job: job)]
     }
 
     /// Results as messages for the results exchange, each stamped with the job's replay count
@@ -335,9 +348,12 @@ public struct JobProcessor: Sendable {
     }
 
     /// A dead-letter copy of `body` recording `history`'s attempts (`FailureHeaders.deadLetter`).
-    func deadLetter(body: Data, code: DeadLetterCode, message: String, history: DeliveryHistory, now: Timestamp) -> OutboundMessage {
-        OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body,
-                        headers: FailureHeaders.deadLetter(code: code.rawValue, message: message, history: history, now: now),
+    /// High priority (`urgent` lane, or `job` says so) adds `push-priority: high`, which a replay follows.
+    func deadLetter(body: Data, code: DeadLetterCode, message: String, history: DeliveryHistory, now: Timestamp,
+                    job: SendJob? = nil) -> OutboundMessage {
+        var headers = FailureHeaders.deadLetter(code: code.rawValue, message: message, history: history, now: now)
+        if urgent || job?.priority == .high { headers[DeadLetterHeader.priority] = .string(JobPriority.high.rawValue) }
+        return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body, headers: headers,
                         kind: .deadLetter, label: code.rawValue, reason: FailureHeaders.reason(message))
     }
 }

@@ -39,6 +39,12 @@ public final class SendWorker: Sendable {
         public var republishBackoff = Backoff(initial: .milliseconds(200), max: .seconds(5))
         /// A publish unconfirmed this long (the broker not saying it is blocked) drops the publisher connection.
         public var confirmTimeout: Duration = .seconds(60)
+        /// The urgent lane: consumes `topology.urgentJobsQueue` instead of the job queue (one lane,
+        /// counted apart: not in the lanes gauge, not a consumer of the job queue's quota share).
+        public var urgent = false
+
+        /// The queue the lanes consume.
+        public var queue: String { urgent ? topology.urgentJobsQueue : topology.jobsQueue }
 
         public init(settings: AMQPSettings, topology: Topology) {
             self.settings = settings
@@ -84,7 +90,7 @@ public final class SendWorker: Sendable {
     /// Runs until `shutdown` is triggered and every lane has drained.
     public func run(until shutdown: ShutdownSignal) async {
         let lanes = max(1, configuration.lanes)
-        metrics.lanes.set(lanes)
+        if !configuration.urgent { metrics.lanes.set(lanes) }
         status.started(lanes: lanes)
         let watcher = Task { [status] in
             await shutdown.wait()
@@ -97,11 +103,11 @@ public final class SendWorker: Sendable {
         }
         watcher.cancel()
         status.stopped()
-        logger.info("worker stopped", counters.summary)
+        logger.info(configuration.urgent ? "urgent lane stopped" : "worker stopped", counters.summary)
     }
 
     private func runLane(_ lane: Int, shutdown: ShutdownSignal) async {
-        let log = logger.child("lane\(lane)")
+        let log = logger.child(configuration.urgent ? "urgent" : "lane\(lane)")
         let outbound = OutboundPublisher(settings: configuration.settings, confirmTimeout: configuration.confirmTimeout,
                                          backoff: configuration.republishBackoff, counters: counters, metrics: metrics, log: log)
         status.lane(lane, publisherConnected: { outbound.isConnected })
@@ -112,9 +118,9 @@ public final class SendWorker: Sendable {
         await lifecycle.run({
             counters.connectAttempts.add(1, ordering: .relaxed)
             try await outbound.connected()
-            let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.topology.jobsQueue,
+            let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.queue,
                                                         prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing)
-            log.info("consuming", ["queue": configuration.topology.jobsQueue, "broker": configuration.settings.redactedURL,
+            log.info("consuming", ["queue": configuration.queue, "broker": configuration.settings.redactedURL,
                                    "prefetch": sizing.map { "\($0.initial) up to \($0.maxPrefetch), sized to \($0.budgetBytes) bytes" }
                                        ?? "\(configuration.prefetch)"])
             status.lane(lane, prefetch: { consumer.prefetch })

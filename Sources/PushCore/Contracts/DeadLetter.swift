@@ -35,4 +35,7 @@ public enum DeadLetterHeader {
     public static let copy = "push-copy"
     /// The queue an events DLQ message was consumed from.
     public static let sourceQueue = "push-source-queue"
+    /// `high` on the dead letter of a high-priority job (its field, or taken from the urgent
+    /// queue): `dlq replay` publishes it with the routing key `job.high`.
+    public static let priority = "push-priority"
 }

@@ -1,4 +1,12 @@
 /// The two kinds of push message of the seed document.
+/// How soon a job must go: `high` jobs (one-time codes, password resets, order updates) are
+/// published with the routing key `job.high` to their own queue and never wait behind the
+/// `normal` backlog of campaigns (docs/contracts.md, "Priority").
+public enum JobPriority: String, Sendable, Equatable {
+    case normal, high
+}
+
+/// The message type a job asks for.
 public enum MessageType: String, Sendable, Equatable {
     /// Notification + Data (the default): shown by the OS, with a data payload for the app.
     case notification
@@ -82,11 +90,13 @@ public struct SendJob: Sendable, Equatable {
     public var validateOnly: Bool
     public var notAfter: Timestamp?
     public var campaign: String?
+    /// `"priority"`, `normal` when absent; it travels with the job through retries and dead letters.
+    public var priority: JobPriority
 
     public init(jobID: String, appID: String, messageType: MessageType? = nil, notification: NotificationContent? = nil,
                 data: [String: String] = [:], target: JobTarget, mnMessageID: String? = nil,
                 options: [String: JSONValue] = [:], validateOnly: Bool = false, notAfter: Timestamp? = nil,
-                campaign: String? = nil) {
+                campaign: String? = nil, priority: JobPriority = .normal) {
         self.jobID = jobID
         self.appID = appID
         self.messageType = messageType
@@ -98,6 +108,7 @@ public struct SendJob: Sendable, Equatable {
         self.validateOnly = validateOnly
         self.notAfter = notAfter
         self.campaign = campaign
+        self.priority = priority
     }
 
     /// The sections of `options` (and of an App ID's extra options) the composer knows.

@@ -91,13 +91,21 @@ extension SendJob {
         let validateOnly = r.optionalBool("validate_only") ?? false
         let notAfter = r.optionalTimestamp("not_after")
         let campaign = r.optionalString("campaign", maxLength: MaxBytes.campaign)
+        var priority = JobPriority.normal
+        if let raw = r.optionalString("priority", maxLength: 16) {
+            if let value = JobPriority(rawValue: raw) {
+                priority = value
+            } else {
+                r.report(ContractIssue(.invalidValue, field: "priority", "must be \"normal\" or \"high\", got \"\(raw)\""))
+            }
+        }
 
         guard r.issues.isEmpty, let jobID, let appID, let target else {
             throw ContractError(document: "send job", issues: r.issues)
         }
         return SendJob(jobID: jobID, appID: appID, messageType: messageType, notification: notification, data: data,
                        target: target, mnMessageID: mnMessageID, options: options, validateOnly: validateOnly,
-                       notAfter: notAfter, campaign: campaign)
+                       notAfter: notAfter, campaign: campaign, priority: priority)
     }
 
     private static func decodeRecipients(_ list: [JSONValue], reader r: inout FieldReader) -> [Recipient] {

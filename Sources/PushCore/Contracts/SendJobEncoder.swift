@@ -28,6 +28,7 @@ extension SendJob {
         if validateOnly { o["validate_only"] = .bool(true) }
         if let notAfter { o["not_after"] = .string(notAfter.description) }
         if let campaign { o["campaign"] = .string(campaign) }
+        if priority != .normal { o["priority"] = .string(priority.rawValue) }
         return .object(o)
     }
 

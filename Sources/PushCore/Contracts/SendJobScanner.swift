@@ -31,7 +31,7 @@ struct SendJobScanner {
         var seen = Seen()
         var jobID: String?, appID: String?, messageType: MessageType?, notification: NotificationContent?
         var data: [String: String] = [:], recipients: [Recipient]?, mnMessageID: String?
-        var validateOnly = false, notAfter: Timestamp?, campaign: String?
+        var validateOnly = false, notAfter: Timestamp?, campaign: String?, priority = JobPriority.normal
         try expect(UInt8(ascii: "{"))
         var first = true
         while let key = try nextKey(first: &first) {
@@ -76,6 +76,10 @@ struct SendJobScanner {
             case "campaign":
                 try seen.once(10)
                 campaign = try string(maxLength: SendJob.MaxBytes.campaign)
+            case "priority":
+                try seen.once(11)
+                guard let value = JobPriority(rawValue: try string(maxLength: 16)) else { throw Elsewhere() }
+                priority = value
             default:
                 throw Elsewhere()  // options, topic, condition, or a field this build does not know
             }
@@ -85,7 +89,7 @@ struct SendJobScanner {
         if mnMessageID != nil, recipients.count > 1 { throw Elsewhere() }
         return SendJob(jobID: jobID, appID: appID, messageType: messageType, notification: notification, data: data,
                        target: .recipients(recipients), mnMessageID: mnMessageID, validateOnly: validateOnly,
-                       notAfter: notAfter, campaign: campaign)
+                       notAfter: notAfter, campaign: campaign, priority: priority)
     }
 
     private mutating func notificationContent() throws -> NotificationContent {
