@@ -30,8 +30,9 @@ import Testing
     @Test func everyQueueIsADurableQuorumQueueButTheResultsStream() throws {
         let queues = try #require(definitions["queues"]?.arrayValue)
         #expect(Set(queues.compactMap { $0["name"]?.stringValue }) == [
-            "push.jobs", "push.jobs.dlq", "push.results.stream", "push.events", "push.events.dlq",
+            "push.jobs", "push.jobs.high", "push.jobs.dlq", "push.results.stream", "push.events", "push.events.dlq",
             "push.retry.5s", "push.retry.30s", "push.retry.2m", "push.retry.10m", "push.retry.1h",
+            "push.retry.high.5s", "push.retry.high.30s", "push.retry.high.2m", "push.retry.high.10m", "push.retry.high.1h",
         ])
         for q in queues {
             let type: JSONValue = q["name"] == "push.results.stream" ? "stream" : "quorum"
@@ -49,6 +50,19 @@ import Testing
         #expect(a["x-overflow"] == "reject-publish")
         #expect(a["x-delivery-limit"] == 20)
         #expect(try bindings(to: "push.jobs").map { "\($0.source) \($0.key)" } == ["push.jobs job"])
+    }
+
+    /// High-priority jobs: routing key `job.high` to their own queue, with the job queue's
+    /// arguments; their retry ladder dead-letters back to it.
+    @Test func urgentJobsHaveTheirQueueAndARetryLadderBackToIt() throws {
+        #expect(try arguments("push.jobs.high") == arguments("push.jobs"))
+        #expect(try bindings(to: "push.jobs.high").map { "\($0.source) \($0.key)" } == ["push.jobs job.high"])
+        for tier in ["5s", "30s", "2m", "10m", "1h"] {
+            let a = try arguments("push.retry.high.\(tier)")
+            #expect(a["x-dead-letter-exchange"] == "push.jobs" && a["x-dead-letter-routing-key"] == "job.high")
+            #expect(a["x-message-ttl"] == (try arguments("push.retry.\(tier)"))["x-message-ttl"])
+            #expect(try bindings(to: "push.retry.high.\(tier)").map { "\($0.source) \($0.key)" } == ["push.retry high.\(tier)"])
+        }
     }
 
     /// The file is for RabbitMQ 4.x (the deploy files run 4.3): the dead-letter queues lift 4.x's

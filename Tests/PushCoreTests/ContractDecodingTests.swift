@@ -52,6 +52,22 @@ import Testing
         #expect(try PushEvent.decode(JSONValue.parse(event("shop-android"))).appID == "shop-android")
     }
 
+    /// `"priority"`: normal when absent, read the same by the scanner and the tree decoder,
+    /// anything else than normal or high refused by name, written back only when high.
+    @Test func priorityIsNormalUnlessHighAndTravelsWithTheJob() throws {
+        let high = #"{"job_id":"j","app_id":"a","priority":"high","recipients":[{"token":"t"}]}"#
+        #expect(try SendJob.decode(Array(high.utf8)).priority == .high)
+        #expect(SendJobScanner.scan(Array(high.utf8))?.priority == .high)
+        #expect(try SendJob.decodeThroughTree(Array(high.utf8)).priority == .high)
+        let plain = #"{"job_id":"j","app_id":"a","recipients":[{"token":"t"}]}"#
+        #expect(try SendJob.decode(Array(plain.utf8)).priority == .normal)
+        #expect(issues(#"{"job_id":"j","app_id":"a","priority":"urgent","recipients":[{"token":"t"}]}"#).map(\.description)
+            == [#"priority: must be "normal" or "high", got "urgent" [INVALID_VALUE]"#])
+        let reencoded = try SendJob.decode(SendJob.decode(Array(high.utf8)).encoded().encodedBytes())
+        #expect(reencoded.priority == .high)
+        #expect(try SendJob.decode(Array(plain.utf8)).encoded()["priority"] == nil)
+    }
+
     @Test func notJSONIsReportedAsSuch() {
         #expect(issues("not json").map(\.code) == [.notJSON])
         #expect(issues("[1]").map(\.code) == [.wrongType])
