@@ -96,8 +96,12 @@ final class EmulatorService: Sendable {
         case .topic(let t): topic = t
         case .condition(let c): condition = c
         }
-        store.record(RecordedMessage(project: project, name: name, token: token, topic: topic, condition: condition,
-                                     messageJSON: String(decoding: valid.messageJSON, as: UTF8.self)))
+        var recorded = RecordedMessage(project: project, name: name, token: token, topic: topic, condition: condition,
+                                       messageJSON: String(decoding: valid.messageJSON, as: UTF8.self))
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        recorded.receivedAtMillis = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+        store.record(recorded)
         return .json(200, "{\"name\":\(JSONValue.quoted(name))}")
     }
 
@@ -154,7 +158,7 @@ final class EmulatorService: Sendable {
             if let t = m.token { text += ",\"token\":\(JSONValue.quoted(t))" }
             if let t = m.topic { text += ",\"topic\":\(JSONValue.quoted(t))" }
             if let c = m.condition { text += ",\"condition\":\(JSONValue.quoted(c))" }
-            return text + ",\"message\":\(m.messageJSON)}"
+            return text + ",\"received_at_ms\":\(m.receivedAtMillis),\"message\":\(m.messageJSON)}"
         }
         return .json(200, "{\"messages\":[\(items.joined(separator: ","))]}")
     }

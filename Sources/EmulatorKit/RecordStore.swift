@@ -10,6 +10,8 @@ public struct RecordedMessage: Sendable, Equatable {
     public let condition: String?
     /// The compact JSON text of the `message` object as received.
     public let messageJSON: String
+    /// When the request arrived: milliseconds since 1970 (latency measurements from outside).
+    public var receivedAtMillis: Int64 = 0
 }
 
 /// Counts of send outcomes per project: `sent`, `validated`, or an FCM error code
