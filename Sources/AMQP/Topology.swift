@@ -23,6 +23,8 @@
 ///
 /// - `push.control` fanout exchange, no queue of its own: each worker binds an exclusive,
 ///   server-named queue to it and hears the fleet's quota pauses there (`ControlChannel`).
+/// - stream `push.control.log` (31 days): the fleet's cancels and App ID pauses
+///   (`push-connector cancel`, `pause`), read by every worker from its start.
 ///
 /// Earlier versions bound `push.results` to the quorum queues `push.results` and
 /// `push.events.results` (`legacyResultsQueues`); `push-connector topology migrate-results`
@@ -136,6 +138,14 @@ public struct Topology: Sendable, Equatable {
     public let eventsDeadLetterQueue: String
     /// Fanout exchange of the workers' control messages (quota pauses).
     public let controlExchange: String
+    /// The fleet's durable control log, a stream (`<prefix>.control.log`): cancels and App ID
+    /// pauses, published to it through the default exchange; every worker reads it from the start
+    /// of its retention (`controlLogRetention`), so one started later knows them too.
+    public let controlLog: String
+    /// `x-max-age` of the control log: longer than any cancel or pause lasts.
+    public static let controlLogRetention = "31D"
+    /// The longest a cancel or pause may last (within the log's retention).
+    public static let longestControl: Duration = .seconds(30 * 86_400)
     /// The quorum queues earlier versions bound `#` to `resultsExchange` (`<prefix>.results`,
     /// `<prefix>.events.results`); not declared, only looked for.
     public let legacyResultsQueues: [String]
@@ -165,6 +175,7 @@ public struct Topology: Sendable, Equatable {
         eventsQueue = "\(prefix).events"
         eventsDeadLetterQueue = "\(prefix).events.dlq"
         controlExchange = "\(prefix).control"
+        controlLog = "\(prefix).control.log"
         legacyResultsQueues = ["\(prefix).results", "\(prefix).events.results"]
         urgentJobsQueue = "\(prefix).jobs.high"
         urgentRoutingKey = "job.high"
@@ -203,6 +214,7 @@ public struct Topology: Sendable, Equatable {
                 "x-max-length-bytes": .int(resultsRetention.maxBytes),
                 "x-stream-max-segment-size-bytes": .int(resultsRetention.segmentBytes),
             ]),
+            Queue(name: controlLog, arguments: ["x-queue-type": "stream", "x-max-age": .string(Self.controlLogRetention)]),
             Queue(name: eventsQueue, arguments: quorum.merging(atLeastOnce) { a, _ in a }.merging([
                 "x-dead-letter-exchange": "",
                 "x-dead-letter-routing-key": .string(eventsDeadLetterQueue),

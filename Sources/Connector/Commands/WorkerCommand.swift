@@ -85,7 +85,16 @@ public struct WorkerCommand: Command {
             try verify(plan.topology, settings: plan.settings)
         }
 
+        let control = FleetControl(settings: plan.settings, topology: plan.topology, logger: logger)
+        do {
+            try await control.catchUp()
+        } catch {
+            throw CommandFailure("worker: cannot read the control log \(plan.topology.controlLog) on \(plan.settings.redactedURL) "
+                + "(declare the topology: push-connector topology declare): \(error)")
+        }
+        metrics.observe(control: control)
         var processor = JobProcessor(catalog: catalog, topology: plan.topology, planner: JobPlanner(policy: plan.policy))
+        processor.control = control
         processor.maxJobBytes = plan.maxJobBytes
         processor.sendWindow = SendWindow(capacity: plan.fcm.transport.maxInFlight)
         processor.jobAdmission = SendWindow(capacity: 2 * plan.fcm.transport.maxInFlight)
@@ -127,9 +136,11 @@ public struct WorkerCommand: Command {
                                         "http": server.map { "\(plan.http?.host ?? ""):\($0.port)" } ?? "off",
                                         "version": BuildInfo.version])
         let fleetTask = fleet.map { fleet in Task { await fleet.run(until: shutdown) } }
+        let controlTask = Task { await control.run(until: shutdown) }
         async let urgent: Void = urgentLane.run(until: shutdown)
         await worker.run(until: shutdown)
         await urgent
+        await controlTask.value
         await fleetTask?.value
         await server?.stop()
         return 0

@@ -81,6 +81,13 @@ public final class WorkerMetrics: FCMExchangeObserver {
         }
     }
 
+    /// Adds the gauge of App IDs paused by `push-connector pause`, by reason, read at each scrape.
+    public func observe(control: FleetControl) {
+        registry.gauge("push_connector_app_ids_paused", "App IDs paused by push-connector pause right now, by reason", labels: ["reason"]) {
+            control.pausedAppIDs().map { ([$0.key], $0.value) }
+        }
+    }
+
     /// Counts what a delivery caused, once the broker confirmed it.
     func count(_ messages: [OutboundMessage], appID: String) {
         for m in messages {

@@ -21,6 +21,8 @@ public struct Funnel: Sendable, Equatable {
     /// Recipients whose latest outcome is `dead_lettered` (their job is in the jobs DLQ; a
     /// replay that sends them moves them to `sent`).
     public var deadLettered = 0
+    /// Recipients whose latest outcome is `cancelled` (`push-connector cancel`).
+    public var cancelled = 0
     public var received = 0
     public var opened = 0
     public var clicked = 0
@@ -62,7 +64,7 @@ public struct Funnel: Sendable, Equatable {
             "scope": scopeJSON,
             "recipients": .int(Int64(recipients)), "sent": .int(Int64(sent)), "validated": .int(Int64(validated)),
             "invalid_tokens": .int(Int64(invalidTokens)), "rejected": .int(Int64(rejected)), "expired": .int(Int64(expired)),
-            "dead_lettered": .int(Int64(deadLettered)),
+            "dead_lettered": .int(Int64(deadLettered)), "cancelled": .int(Int64(cancelled)),
             "received": .int(Int64(received)), "opened": .int(Int64(opened)), "clicked": .int(Int64(clicked)),
             "dismissed": .int(Int64(dismissed)), "events": .int(Int64(events)), "unlinked_events": .int(Int64(unlinkedEvents)),
             "rates": .object(["delivered": recipients == 0 ? .null : .double((Double(sent) / Double(recipients) * 10_000).rounded() / 10_000),
@@ -91,6 +93,7 @@ public struct Funnel: Sendable, Equatable {
             "rejected         \(rejected)",
             "expired          \(expired)",
             "dead-lettered    \(deadLettered)",
+            "cancelled        \(cancelled)",
             "received         \(received)" + pct(received),
             "opened           \(opened)" + pct(opened),
             "clicked          \(clicked)" + pct(clicked),

@@ -18,7 +18,8 @@ public enum FunnelQuery {
         var funnel = Funnel()
         let sends = try database.prepare("""
             SELECT count(*), total(outcome = 'sent'), total(outcome = 'validated'), total(outcome = 'invalid_token'),
-                   total(outcome = 'rejected'), total(outcome = 'expired'), total(outcome = 'dead_lettered') FROM sends WHERE \(filter)
+                   total(outcome = 'rejected'), total(outcome = 'expired'), total(outcome = 'dead_lettered'),
+                   total(outcome = 'cancelled') FROM sends WHERE \(filter)
             """)
         if let value { try sends.bind(1, value) }
         if try sends.step() {
@@ -29,6 +30,7 @@ public enum FunnelQuery {
             funnel.rejected = Int(sends.int(4))
             funnel.expired = Int(sends.int(5))
             funnel.deadLettered = Int(sends.int(6))
+            funnel.cancelled = Int(sends.int(7))
         }
         let events = try database.prepare("""
             SELECT event_type, count(DISTINCT mn_message_id), count(*) FROM events

@@ -14,7 +14,8 @@ enum PostgresFunnelQuery {
         let sends = try database.execute("""
             SELECT count(*), count(*) FILTER (WHERE outcome = 'sent'), count(*) FILTER (WHERE outcome = 'validated'),
                    count(*) FILTER (WHERE outcome = 'invalid_token'), count(*) FILTER (WHERE outcome = 'rejected'),
-                   count(*) FILTER (WHERE outcome = 'expired'), count(*) FILTER (WHERE outcome = 'dead_lettered')
+                   count(*) FILTER (WHERE outcome = 'expired'), count(*) FILTER (WHERE outcome = 'dead_lettered'),
+                   count(*) FILTER (WHERE outcome = 'cancelled')
             FROM sends WHERE \(filter)
             """, parameters)
         func int(_ rows: PostgresRows, _ row: Int, _ column: Int) -> Int { Int(rows.integer(row, column) ?? 0) }
@@ -26,6 +27,7 @@ enum PostgresFunnelQuery {
             funnel.rejected = int(sends, 0, 4)
             funnel.expired = int(sends, 0, 5)
             funnel.deadLettered = int(sends, 0, 6)
+            funnel.cancelled = int(sends, 0, 7)
         }
         let events = try database.execute("""
             SELECT event_type, count(DISTINCT mn_message_id), count(*) FROM events

@@ -43,6 +43,11 @@ public struct JobProcessor: Sendable {
     /// high priority, whatever its body says, so its retry copies take the urgent ladder and its
     /// dead letters say `"priority": "high"` (a replay puts them back on the urgent queue).
     var urgent = false
+    /// The fleet's cancels and App ID pauses (`FleetControl`), asked of every job before it is
+    /// sent; nil: none (tests of the pipeline alone).
+    var control: FleetControl?
+    /// The longest a paused App ID's job waits in a retry tier before it is looked at again.
+    static let longestPausedWait: Duration = .seconds(30)
 
     public init(catalog: AppCatalog, topology: Topology, planner: JobPlanner = JobPlanner()) {
         self.catalog = catalog
@@ -206,6 +211,15 @@ public struct JobProcessor: Sendable {
         }
         if let notAfter = job.notAfter, notAfter < now {
             return .settled(outbound(planner.expired(job, attempts: history.attemptsMade, now: now), history: history, now: now))
+        }
+        switch control?.verdict(for: job) {
+        case .cancel(let cancel)?:
+            return .settled(outbound(planner.cancelled(job, by: cancel, attempts: history.attemptsMade, now: now), history: history, now: now))
+        case .pause(let pause)?:
+            let plan = planner.paused(job, by: pause, attempts: history.attemptsMade, nowMillis: FleetControl.epochMillis(),
+                                      longestWait: Self.longestPausedWait)
+            return .settled(outbound(plan, history: history, now: now))
+        case nil: break
         }
         do {
             return .ready(ReadyJob(job: job, app: app, prepared: try composer.prepare(job, app: app)))

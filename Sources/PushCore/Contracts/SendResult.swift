@@ -13,6 +13,9 @@ public enum SendOutcome: String, Sendable, CaseIterable {
     /// The job (or this recipient's part of it) went to the jobs DLQ; `error.code` is the
     /// dead-letter code. A replay may later give the recipient another outcome.
     case deadLettered = "dead_lettered"
+    /// Its campaign or job was cancelled (`push-connector cancel`) before it was sent;
+    /// `error.code` is `CANCELLED`, the message names the cancel and its reason.
+    case cancelled
 }
 
 /// The error detail of a result that is not `sent`.

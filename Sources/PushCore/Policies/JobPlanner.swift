@@ -59,6 +59,27 @@ public struct JobPlanner: Sendable {
         return JobPlan(results: results)
     }
 
+    /// The plan when the job's campaign (or the job) is cancelled: every target ends `cancelled`,
+    /// with the cancel's id and reason.
+    public func cancelled(_ job: SendJob, by cancel: ControlRecord, attempts: Int, now: Timestamp) -> JobPlan {
+        let message = "not sent: cancelled (\(cancel.id))" + (cancel.reason.map { ": \($0)" } ?? "")
+        let results = targets(of: job).map { index, target in
+            SendResult(jobID: job.jobID, appID: job.appID, mnMessageID: MessageID.resolve(job: job, recipientIndex: index),
+                       campaign: job.campaign, target: target, outcome: .cancelled,
+                       error: ResultError(code: "CANCELLED", message: String(message.prefix(1000))), attempts: attempts, completedAt: now)
+        }
+        return JobPlan(results: results)
+    }
+
+    /// The plan when the job's App ID is paused: the whole job waits in a retry tier (at most
+    /// `longestWait`, less when the pause ends sooner) and comes back, its attempt not counted.
+    public func paused(_ job: SendJob, by pause: ControlRecord, attempts: Int, nowMillis: Int64,
+                       longestWait: Duration = .seconds(60)) -> JobPlan {
+        let remaining = Duration.milliseconds(max(1_000, pause.until - nowMillis))
+        return JobPlan(retry: RetryPlan(job: job, delay: min(remaining, longestWait), attempts: attempts,
+                                        reason: "App ID paused (\(pause.id))" + (pause.reason.map { ": \($0)" } ?? "")))
+    }
+
     /// One `dead_lettered` result per target of `job` (a job, or the part of one, that goes to the
     /// DLQ), with the dead-letter code and reason as its error: upstream learns that those
     /// recipients got nothing (contract: docs/contracts.md).

@@ -1,0 +1,90 @@
+import AMQP
+import EmulatorKit
+import Foundation
+import PushCore
+import Testing
+@testable import Connector
+
+/// `cancel` and `pause` on the `worker` binary: written to the durable control log, read by
+/// every worker from its start.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct CancelAndPauseTests {
+    func common(_ f: PipelineFixture) -> [String] { ["--amqp-url", f.vhostURL, "--prefix", f.topology.prefix] }
+
+    /// A worker started after the cancel: the campaign's queued jobs end `cancelled` (code and
+    /// reason in the result), none is sent; another campaign is sent. Lifted, the campaign sends again.
+    @Test func aCancelledCampaignEndsCancelledOnAWorkerStartedLaterAndSendsAgainOnceLifted() async throws {
+        let f = try await PipelineFixture()
+        try await f.publish((0..<30).map { jobJSON("bad-\($0)", tokens: ["bad-\($0)"], extra: #","campaign":"WRONG""#) }
+            + (0..<10).map { jobJSON("good-\($0)", tokens: ["good-\($0)"], extra: #","campaign":"RIGHT""#) })
+        var (code, out, err) = await runCLI(["cancel", "--campaign", "WRONG", "--reason", "wrong segment"] + common(f))
+        #expect(code == 0, "\(err)")
+        let id = try #require(out.split(separator: " ").first.map(String.init))
+        let worker = try WorkerProcess(f, ["--log-level", "warn"])
+        defer { _ = worker }
+        let results = try await f.results(40, timeout: .seconds(30))
+        let cancelled = results.filter { $0.jobID.hasPrefix("bad-") }
+        #expect(cancelled.count == 30 && cancelled.allSatisfy { $0.outcome == .cancelled && $0.error?.code == "CANCELLED"
+            && $0.error?.message.contains("wrong segment") == true && $0.error?.message.contains(id) == true })
+        #expect(results.filter { $0.jobID.hasPrefix("good-") }.allSatisfy { $0.outcome == .sent })
+        #expect(!f.emulator.recordedMessages().contains { $0.token?.hasPrefix("bad-") == true }, "a cancelled recipient was sent")
+
+        (code, out, _) = await runCLI(["cancel", "list"] + common(f))
+        #expect(code == 0 && out.contains(id) && out.contains("cancel campaign WRONG"), "\(out)")
+        (code, _, err) = await runCLI(["cancel", "lift", id] + common(f))
+        #expect(code == 0, "\(err)")
+        try await Task.sleep(for: .milliseconds(500))
+        try await f.publish([jobJSON("bad-again", tokens: ["bad-again"], extra: #","campaign":"WRONG""#)])
+        #expect(try await f.results(1, timeout: .seconds(10)).first?.outcome == .sent)
+        _ = try await worker.terminate(within: .seconds(15))
+    }
+
+    /// A paused App ID's 300 queued jobs wait (nothing sent, no attempt counted) while another
+    /// App ID's jobs published behind them complete at once; after `resume` each paused job is
+    /// sent exactly once.
+    @Test func aPausedAppIDWaitsWithoutHoldingOthersAndIsSentOnceAfterResume() async throws {
+        let f = try await PipelineFixture()
+        try f.addApp("shop-ios")
+        var (code, _, err) = await runCLI(["pause", "--app-id", "shop-android", "--reason", "credentials revoked"] + common(f))
+        #expect(code == 0, "\(err)")
+        try await f.publish((0..<300).map { jobJSON("p-\($0)", tokens: ["p-\($0)"]) })
+        let worker = try WorkerProcess(f, ["--prefetch", "50", "--log-level", "warn"])
+        defer { _ = worker }
+        try await Task.sleep(for: .seconds(1))
+        try await f.publish((0..<10).map { jobJSON("ios-\($0)", tokens: ["ios-\($0)"], app: "shop-ios") })
+        let started = ContinuousClock.now
+        let others = try await f.results(10, timeout: .seconds(10))
+        #expect(others.allSatisfy { $0.appID == "shop-ios" && $0.outcome == .sent }, "\(others.map(\.jobID))")
+        #expect(ContinuousClock.now - started < .seconds(3), "the other App ID waited \(ContinuousClock.now - started)")
+        #expect(!f.emulator.recordedMessages().contains { $0.token?.hasPrefix("p-") == true }, "a paused job was sent")
+
+        (code, _, err) = await runCLI(["resume", "--app-id", "shop-android"] + common(f))
+        #expect(code == 0, "\(err)")
+        let resumed = try await f.results(300, timeout: .seconds(60))
+        #expect(resumed.allSatisfy { $0.outcome == .sent && $0.attempts == 1 }, "a paused wait counted as an attempt")
+        let sends = f.emulator.recordedMessages().filter { $0.token?.hasPrefix("p-") == true }
+        #expect(sends.count == 300 && Set(sends.compactMap(\.token)).count == 300, "each paused job sent exactly once")
+        _ = try await worker.terminate(within: .seconds(15))
+    }
+
+    @Test func badControlArgumentsAreOneLineAndExit2() async {
+        var (code, _, err) = await runCLI(["cancel", "--reason", "x"])
+        #expect(code == 2 && err.contains("--campaign or --job-id"), "\(err)")
+        (code, _, err) = await runCLI(["pause", "--app-id", "a", "--for", "90d"])
+        #expect(code == 2 && err.contains("--for") && !err.contains("\n"), "\(err)")
+        (code, _, err) = await runCLI(["pause"])
+        #expect(code == 2 && err.contains("--app-id"), "\(err)")
+    }
+}
+
+extension PipelineFixture {
+    /// Adds an App ID on the fixture's project and credentials to its App ID file.
+    func addApp(_ appID: String) throws {
+        let text = try String(contentsOfFile: appsFile, encoding: .utf8)
+        guard case .object(var root) = try JSONValue.parse(Array(text.utf8)), case .array(var apps)? = root["apps"],
+              case .object(var app) = apps[0] else { throw FixtureError("unexpected App ID file") }
+        app["app_id"] = .string(appID)
+        apps.append(.object(app))
+        root["apps"] = .array(apps)
+        try JSONValue.object(root).encodedString().write(toFile: appsFile, atomically: true, encoding: .utf8)
+    }
+}
