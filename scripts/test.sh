@@ -12,7 +12,7 @@ swift build --build-tests -Xswiftc -warnings-as-errors
 lines=${PUSH_TEST_RABBITMQ_LINES:-system newest 4.0:broker}
 broker_facing='AMQPTests|WorkerIntegrationTests|RetryTierIntegrationTests|DlqIntegrationTests|ResultsStreamTests'
 broker_facing+='|EventsIntegrationTests|QuotaSharingTests|WorkerOutageTests|ClusterFailoverTests|DeadLetteredResultsTests'
-broker_facing+='|StreamedJobTests|PacedProjectTests|ForgedHeadersTests|WorkerProcessTests|RabbitMQLineTests|UrgentJobTests'
+broker_facing+='|StreamedJobTests|PacedProjectTests|ForgedHeadersTests|WorkerProcessTests|RabbitMQLineTests|UrgentJobTests|CancelAndPauseTests'
 for entry in $lines; do
   [ "${entry%%:*}" = system ] || scripts/rabbitmq-lines.sh make "${entry%%:*}"
 done

@@ -66,6 +66,28 @@ import Testing
         _ = try await worker.terminate(within: .seconds(15))
     }
 
+    /// A campaign draining (200 jobs whose sends take 200 ms, 4 in flight) is cancelled: after
+    /// the command returns, at most the worker's window and admission of it reach FCM (12), and
+    /// every job has exactly one result, `sent` or `cancelled`.
+    @Test func aCancelStopsADrainingCampaignWithinTheWindow() async throws {
+        let f = try await PipelineFixture()
+        try await f.publish((0..<200).map { jobJSON("c-\($0)", tokens: ["slow200-\($0)"], extra: #","campaign":"LIVE""#) })
+        let worker = try WorkerProcess(f, ["--max-in-flight", "4", "--log-level", "warn"])
+        defer { _ = worker }
+        try await waitUntil(timeout: .seconds(20), "the campaign is being sent") { f.emulator.recordedMessages().count >= 8 }
+        let (code, _, err) = await runCLI(["cancel", "--campaign", "LIVE"] + common(f))
+        #expect(code == 0, "\(err)")
+        let atCancel = f.emulator.recordedMessages().count
+        let results = try await f.results(200, timeout: .seconds(60))
+        let after = f.emulator.recordedMessages().count - atCancel
+        #expect(after <= 12, "\(after) sends after the cancel returned")
+        #expect(Set(results.map(\.jobID)).count == 200)
+        let sent = results.filter { $0.outcome == .sent }.count, cancelled = results.filter { $0.outcome == .cancelled }.count
+        #expect(sent + cancelled == 200 && cancelled >= 150, "sent \(sent), cancelled \(cancelled)")
+        #expect(sent == f.emulator.recordedMessages().count, "every send has its result, no other")
+        _ = try await worker.terminate(within: .seconds(15))
+    }
+
     @Test func badControlArgumentsAreOneLineAndExit2() async {
         var (code, _, err) = await runCLI(["cancel", "--reason", "x"])
         #expect(code == 2 && err.contains("--campaign or --job-id"), "\(err)")
