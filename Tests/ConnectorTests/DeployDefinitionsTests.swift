@@ -27,15 +27,15 @@ import Testing
         }
     }
 
-    @Test func everyQueueIsADurableQuorumQueueButTheResultsStream() throws {
+    @Test func everyQueueIsADurableQuorumQueueButTheResultsStreamAndTheControlLog() throws {
         let queues = try #require(definitions["queues"]?.arrayValue)
         #expect(Set(queues.compactMap { $0["name"]?.stringValue }) == [
-            "push.jobs", "push.jobs.high", "push.jobs.dlq", "push.results.stream", "push.events", "push.events.dlq",
+            "push.jobs", "push.jobs.high", "push.jobs.dlq", "push.results.stream", "push.control.log", "push.events", "push.events.dlq",
             "push.retry.5s", "push.retry.30s", "push.retry.2m", "push.retry.10m", "push.retry.1h",
             "push.retry.high.5s", "push.retry.high.30s", "push.retry.high.2m", "push.retry.high.10m", "push.retry.high.1h",
         ])
         for q in queues {
-            let type: JSONValue = q["name"] == "push.results.stream" ? "stream" : "quorum"
+            let type: JSONValue = q["name"] == "push.results.stream" || q["name"] == "push.control.log" ? "stream" : "quorum"
             #expect(q["arguments"]?["x-queue-type"] == type, "\(q["name"] ?? .null)")
             #expect(q["durable"] == true && q["auto_delete"] == false, "\(q["name"] ?? .null)")
             #expect(q["vhost"] == "/")
