@@ -286,7 +286,9 @@ public struct JobProcessor: Sendable {
             if sending {
                 placed = await sender.pace(app: ready.app)  // a turn at the project's rate before a window permit
                 if let window { _ = await window.acquire(1) }
-                if stop() || Task.isCancelled {
+                // A cancel that arrives while a job's recipients go out stops the rest: they are
+                // planned as not sent, and their retry copy comes back to be cancelled.
+                if stop() || Task.isCancelled || isCancelled(ready.job) {
                     sending = false
                     window?.release(1)
                     if index == 0 && stop() {
@@ -332,6 +334,12 @@ public struct JobProcessor: Sendable {
                                        history: tried, now: now, job: dead.job))
         }
         return messages
+    }
+
+    /// True when the fleet cancelled `job` (its campaign or itself) since it was taken.
+    private func isCancelled(_ job: SendJob) -> Bool {
+        if case .cancel? = control?.verdict(for: job) { return true }
+        return false
     }
 
     /// `job`, marked high priority when this is the urgent lane's processor.
