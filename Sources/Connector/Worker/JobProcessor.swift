@@ -233,10 +233,16 @@ public struct JobProcessor: Sendable {
     private func planned(_ job: SendJob, attempt: Int, composed: [CompositionOutcome], delivered: [Int: DeliveryOutcome],
                          history: DeliveryHistory) -> [OutboundMessage] {
         var random = SystemRandomNumberGenerator()
-        let plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
+        let now = clock()
+        var plan = planner.plan(job: job, attempt: attempt, composed: composed, delivered: delivered,
                                 firstFailedAt: history.firstFailedAt, possiblyDelivered: history.possiblyDelivered,
-                                now: clock(), random: &random)
-        return outbound(plan, history: history, now: clock())
+                                now: now, random: &random)
+        // Cancelled meanwhile: what would be retried (not sent, or failed for now) ends here.
+        if let retry = plan.retry, case .cancel(let cancel)? = control?.verdict(for: job) {
+            plan.results += planner.cancelled(retry.job, by: cancel, attempts: retry.attempts, now: now).results
+            plan.retry = nil
+        }
+        return outbound(plan, history: history, now: now)
     }
 
     /// Composes and sends the job's targets one by one, each after taking a permit of the send
@@ -286,8 +292,8 @@ public struct JobProcessor: Sendable {
             if sending {
                 placed = await sender.pace(app: ready.app)  // a turn at the project's rate before a window permit
                 if let window { _ = await window.acquire(1) }
-                // A cancel that arrives while a job's recipients go out stops the rest: they are
-                // planned as not sent, and their retry copy comes back to be cancelled.
+                // A cancel that arrives while a job's recipients go out stops the rest: they end
+                // `cancelled` in this job's plan (`planned`).
                 if stop() || Task.isCancelled || isCancelled(ready.job) {
                     sending = false
                     window?.release(1)
