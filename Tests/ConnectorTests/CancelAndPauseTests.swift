@@ -88,6 +88,32 @@ import Testing
         _ = try await worker.terminate(within: .seconds(15))
     }
 
+    /// While an App ID is paused the worker stays ready and counts it by reason; resumed, the
+    /// count is gone.
+    @Test func aPauseShowsInTheGaugeByReasonAndReadyzStaysReady() async throws {
+        let f = try await PipelineFixture()
+        let worker = try WorkerProcess(f, ["--log-format", "json", "--http", "127.0.0.1:0"])
+        defer { _ = worker }
+        let starting = try JSONValue.parse(Array(try await waitForLog(worker.logPath, "worker starting").utf8))
+        let base = "http://" + (try #require(starting["http"]?.stringValue))
+        try await waitForHTTP(base + "/readyz", status: 200)
+        func paused() async throws -> Double? {
+            try PrometheusExposition(try await eventsHTTP("GET", base + "/metrics").1)
+                .value("push_connector_app_ids_paused", ["reason": "incident"])
+        }
+        var (code, _, err) = await runCLI(["pause", "--app-id", "shop-android", "--reason", "incident"] + common(f))
+        #expect(code == 0, "\(err)")
+        let deadline = ContinuousClock.now + .seconds(5)
+        while try await paused() != 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(try await paused() == 1)
+        #expect(try await eventsHTTP("GET", base + "/readyz").0 == 200, "a pause is not a fault of the worker")
+        (code, _, err) = await runCLI(["resume", "--app-id", "shop-android"] + common(f))
+        #expect(code == 0, "\(err)")
+        try await Task.sleep(for: .seconds(1))
+        #expect(try await paused() == nil)
+        _ = try await worker.terminate(within: .seconds(15))
+    }
+
     @Test func badControlArgumentsAreOneLineAndExit2() async {
         var (code, _, err) = await runCLI(["cancel", "--reason", "x"])
         #expect(code == 2 && err.contains("--campaign or --job-id"), "\(err)")

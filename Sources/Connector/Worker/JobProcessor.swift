@@ -382,7 +382,7 @@ public struct JobProcessor: Sendable {
         var headers = FailureHeaders.deadLetter(code: code.rawValue, message: message, history: history, now: now)
         if urgent || job?.priority == .high { headers[DeadLetterHeader.priority] = .string(JobPriority.high.rawValue) }
         return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body, headers: headers,
-                        kind: .deadLetter, label: code.rawValue, reason: FailureHeaders.reason(message))
+                               kind: .deadLetter, label: code.rawValue, reason: FailureHeaders.reason(message))
     }
 }
 
