@@ -111,9 +111,10 @@ public final class FCMClient: Sendable {
     /// when it may start now): `go(true)` when its turn is taken (start it with `placed: true`),
     /// `go(false)` when none was (`start` decides, and defers it). A send over the rate waits
     /// in its project's line (`PacingLine`) without a task and without a permit of the
-    /// caller's, instead of going through a retry tier.
-    public func pace(projectID: String, then go: @escaping @Sendable (_ placed: Bool) -> Void) {
-        pacing.enter(project: projectID, go: go)
+    /// caller's, instead of going through a retry tier. An `urgent` send (a high-priority job)
+    /// takes the project's next turn ahead of that line.
+    public func pace(projectID: String, urgent: Bool = false, then go: @escaping @Sendable (_ placed: Bool) -> Void) {
+        pacing.enter(project: projectID, urgent: urgent, go: go)
     }
 
     /// `send`, with the answer given to `completion` (from any thread) instead of returned. In

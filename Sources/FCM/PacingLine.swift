@@ -51,8 +51,17 @@ final class PacingLine: Sendable {
     func waiting(project: String) -> Int { lines.withLock { $0[project].map { $0.waiters.count - $0.head } ?? 0 } }
 
     /// Takes a turn for a send of `project`, or a place in its line, and calls `go` when the send
-    /// may start (at once, on this thread, when it may start now).
-    func enter(project: String, go: @escaping Go) {
+    /// may start (at once, on this thread, when it may start now). An `urgent` send takes the
+    /// next turn ahead of the line, as debt the line repays (`TokenBucket.reserveAhead`); only
+    /// a pause longer than `maxWait` defers it.
+    func enter(project: String, urgent: Bool = false, go: @escaping Go) {
+        if urgent {
+            switch limiter.reserveAhead(project: project) {
+            case .granted: return go(true)
+            case .grantedAfter(let delay): return schedule(delay) { go(true) }
+            case .deferred: return go(false)
+            }
+        }
         // The common case costs one look at the line and one reservation: nobody of this project
         // waits, and its turn is within `maxWait`.
         let queued = lines.withLock { $0[project].map { !$0.isEmpty } ?? false }

@@ -168,6 +168,18 @@ public final class ProjectRateLimiter: Sendable {
         }
     }
 
+    /// Pure step: reserves one urgent send for `project` ahead of its paced sends
+    /// (`TokenBucket.reserveAhead`).
+    func reserveAhead(project: String) -> TokenBucket.Reservation {
+        let instant = now()
+        return buckets.withLock { buckets in
+            var bucket = buckets[project] ?? newBucket(project, now: instant)
+            let reservation = bucket.reserveAhead(now: instant, maxWait: configuration.maxWait)
+            buckets[project] = bucket
+            return reservation
+        }
+    }
+
     /// What `acquire` decides at once: a grant, or a pacing delay to wait out first (`waitOut`).
     public enum Decision: Sendable, Equatable {
         case now(Grant)

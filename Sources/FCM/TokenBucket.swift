@@ -55,6 +55,17 @@ struct TokenBucket: Sendable {
         return wait == .zero ? .granted : .grantedAfter(wait)
     }
 
+    /// Reserves one token for an urgent send: it goes after the pause alone (deferred when that
+    /// exceeds `maxWait`), taking the token as debt that the sends after it repay, so an urgent
+    /// send never waits behind a project's paced backlog and the rate over time is kept.
+    mutating func reserveAhead(now: ContinuousClock.Instant, maxWait: Duration) -> Reservation {
+        refill(now: now)
+        let pause = pausedUntil.map { $0 > now ? now.duration(to: $0) : .zero } ?? .zero
+        if pause > maxWait { return .deferred(pause) }
+        tokens -= 1
+        return pause == .zero ? .granted : .grantedAfter(pause)
+    }
+
     /// Remaining pause at `now`, zero when not paused.
     func pauseRemaining(now: ContinuousClock.Instant) -> Duration {
         guard let pausedUntil, pausedUntil > now else { return .zero }

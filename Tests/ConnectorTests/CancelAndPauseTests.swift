@@ -7,7 +7,7 @@ import Testing
 
 /// `cancel` and `pause` on the `worker` binary: written to the durable control log, read by
 /// every worker from its start.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct CancelAndPauseTests {
+@Suite(.serialized, .timeLimit(.minutes(4))) struct CancelAndPauseTests {
     func common(_ f: PipelineFixture) -> [String] { ["--amqp-url", f.vhostURL, "--prefix", f.topology.prefix] }
 
     /// A worker started after the cancel: the campaign's queued jobs end `cancelled` (code and
@@ -27,6 +27,17 @@ import Testing
             && $0.error?.message.contains("wrong segment") == true && $0.error?.message.contains(id) == true })
         #expect(results.filter { $0.jobID.hasPrefix("good-") }.allSatisfy { $0.outcome == .sent })
         #expect(!f.emulator.recordedMessages().contains { $0.token?.hasPrefix("bad-") == true }, "a cancelled recipient was sent")
+
+        // The events consumer stores the results; the funnel and `stats` count the cancelled ones.
+        let db = f.directory + "/events.db"
+        let events = try RunningEvents(settings: f.settings, topology: f.topology, database: db, http: false)
+        try await eventually("40 results stored") { events.service.metrics.sendsStored.value == 40 }
+        await events.stop()
+        #expect(try FunnelQuery.run(path: db, scope: .campaign("WRONG")).cancelled == 30)
+        let (statsCode, text, statsErr) = await runCLI(["stats", "--db", db, "--campaign", "WRONG"])
+        #expect(statsCode == 0 && text.contains("\ncancelled        30\n") && text.contains("\nsent             0\n"), "\(text) \(statsErr)")
+        let json = await runCLI(["stats", "--db", db, "--json"]).1
+        #expect(json.contains("\"cancelled\":30"), "\(json)")
 
         (code, out, _) = await runCLI(["cancel", "list"] + common(f))
         #expect(code == 0 && out.contains(id) && out.contains("cancel campaign WRONG"), "\(out)")

@@ -68,7 +68,7 @@ import Testing
 
         let all = try sqlite.funnel(.all)
         #expect(all.recipients == FunnelInput.recipients, "the input's own count of (job, message) pairs")
-        #expect(all.unlinkedEvents > 0 && all.opened > 0 && all.deadLettered > 0 && all.sent > 0)
+        #expect(all.unlinkedEvents > 0 && all.opened > 0 && all.deadLettered > 0 && all.cancelled > 0 && all.sent > 0)
         for scope in FunnelInput.scopes {
             #expect(try postgres.funnel(scope) == sqlite.funnel(scope), "\(scope)")
         }
@@ -123,7 +123,7 @@ enum FunnelInput {
     }
 
     static func records() -> [EventStore.Record] {
-        let outcomes: [SendOutcome] = [.sent, .sent, .sent, .validated, .invalidToken, .rejected, .expired, .deadLettered]
+        let outcomes: [SendOutcome] = [.sent, .sent, .sent, .validated, .invalidToken, .rejected, .expired, .deadLettered, .cancelled]
         var records: [EventStore.Record] = []
         for i in 0..<messages {
             let id = "mnid2m.9.\(i).1.1.1"

@@ -9,7 +9,7 @@ import Testing
 /// go to their own queue, which an urgent lane with FCM capacity of its own consumes, so a
 /// campaign backlog that fills the lanes' window never delays them; their retries and dead
 /// letters stay urgent.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct UrgentJobTests {
+@Suite(.serialized, .timeLimit(.minutes(4))) struct UrgentJobTests {
     /// A campaign of 20 jobs × 20 recipients whose sends each take 3 s, through a window of 4:
     /// about 300 s of backlog, the window always full. An urgent job sent with `send --priority
     /// high` reaches FCM within 2 s (sharing the window it would wait 3 s for a permit), and one
@@ -40,6 +40,37 @@ import Testing
         let results = try await f.results(2, timeout: .seconds(10)).filter { $0.jobID.hasPrefix("otp") }
         #expect(Set(results.map(\.jobID)) == ["otp", "otp-flaky"] && results.allSatisfy { $0.outcome == .sent })
         #expect(results.first { $0.jobID == "otp-flaky" }?.attempts == 2)
+        _ = try await worker.terminate(within: .seconds(15))
+    }
+
+    /// A project paced by its `rate_limit_per_minute` (10 a second) with 300 campaign jobs queued:
+    /// its sends wait in the project's pacing line, about 30 s of it. An urgent job of the same
+    /// project takes the next turn ahead of that line (as debt the line repays), so it reaches
+    /// FCM within a second, and the project's rate still holds.
+    @Test func anUrgentJobOfAPacedProjectTakesTheNextTurnAheadOfItsBacklog() async throws {
+        let perMinute = 600
+        let f = try await PipelineFixture(retryTiers: [5, 30, 120])
+        try f.setRateLimit(perMinute: perMinute)
+        try await f.publish((0..<300).map { jobJSON("paced-\($0)", tokens: ["paced-\($0)"], extra: #","campaign":"C""#) })
+        let worker = try WorkerProcess(f, ["--shutdown-deadline", "1", "--log-level", "warn"])
+        defer { _ = worker }
+        let start = ContinuousClock.now
+        try await waitUntil(timeout: .seconds(20), "the campaign is being paced") { f.emulator.recordedMessages().count >= 30 }
+
+        let file = f.directory + "/urgent.json"
+        try jobJSON("otp", tokens: ["urgent-otp"]).write(toFile: file, atomically: true, encoding: .utf8)
+        let (code, _, err) = await runCLI(["send", "--priority", "high", "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix,
+                                           "--retry-tiers", "5,30,120", file])
+        #expect(code == 0, "\(err)")
+        let published = ContinuousClock.now
+        try await waitUntil(timeout: .seconds(1), "the urgent job reaches FCM within 1 s") {
+            f.emulator.recordedMessages().contains { $0.token == "urgent-otp" }
+        }
+        let campaignSent = f.emulator.recordedMessages().count { $0.token?.hasPrefix("paced-") == true }
+        #expect(campaignSent < 200, "the campaign was still paced (\(campaignSent) of 300 sent) when the urgent job went")
+        let elapsed = (published - start) / .seconds(1) + 1
+        let allowed = Double(perMinute) / 60 * elapsed + 20 + 1 + 2  // the rate, one burst, the urgent turn, rounding
+        #expect(Double(f.emulator.recordedMessages().count) <= allowed, "the project's rate was not kept")
         _ = try await worker.terminate(within: .seconds(15))
     }
 

@@ -104,4 +104,31 @@ import Testing
         #expect(answers.deferred.contains(10))
         #expect(line.waiting(project: "p") == 0)
     }
+
+    @Test func anUrgentSendTakesTheNextTurnAheadOfTheLineAndTheLineRepaysIt() {
+        let (_, timers, _, line) = setUp()  // one a second, maxWait 5 s
+        let answers = Answers()
+        for n in 0..<20 { line.enter(project: "p", go: answers.go(n)) }
+        #expect(line.waiting(project: "p") == 14)
+        line.enter(project: "p", urgent: true, go: answers.go(100))
+        #expect(answers.placed == [0, 100], "the urgent send went at once, ahead of 19 paced sends")
+        #expect(line.waiting(project: "p") == 14, "it took no place in the line")
+        timers.advance(.milliseconds(20_500))
+        #expect(answers.placed.count == 21, "the line's 19 sends and the urgent one in 20.5 s: the rate, plus one turn of debt")
+        timers.advance(.seconds(2))
+        #expect(answers.placed == Array(0..<20) + [100] && answers.deferred.isEmpty)
+    }
+
+    @Test func anUrgentSendWaitsOutAShortPauseAndIsDeferredByALongOne() {
+        let (_, timers, limiter, line) = setUp()
+        let answers = Answers()
+        limiter.recordSetupFault(project: "p", reason: .tls, for: .seconds(3))
+        line.enter(project: "p", urgent: true, go: answers.go(1))
+        #expect(answers.placed.isEmpty && answers.deferred.isEmpty, "a 3 s pause is waited out, not deferred")
+        timers.advance(.seconds(3))
+        #expect(answers.placed == [1])
+        limiter.recordQuotaExceeded(project: "p", retryAfter: nil)  // 60 s
+        line.enter(project: "p", urgent: true, go: answers.go(2))
+        #expect(answers.deferred == [2], "FCM refuses the project: an urgent send cannot go either")
+    }
 }

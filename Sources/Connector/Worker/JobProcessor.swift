@@ -135,7 +135,7 @@ public struct JobProcessor: Sendable {
             return true
         }
         let sender = admitted.intake.sender, window = sendWindow
-        sender.pace(app: ready.app) { placed in
+        sender.pace(app: ready.app, urgent: isUrgent(ready.job)) { placed in
             let composeAndSend: @Sendable (Int) -> Void = { _ in
                 if stop() {
                     window?.release(1)
@@ -265,7 +265,7 @@ public struct JobProcessor: Sendable {
     /// `send` of a job with one target: `startSending`'s steps, waited for in this task (not sent
     /// once the task is cancelled).
     private func sendOne(_ ready: ReadyJob, sender: any PushSender, stop: @Sendable () -> Bool) async -> TargetSends? {
-        let placed = await sender.pace(app: ready.app)
+        let placed = await sender.pace(app: ready.app, urgent: isUrgent(ready.job))
         if let window = sendWindow { _ = await window.acquire(1) }
         if stop() {
             sendWindow?.release(1)
@@ -290,7 +290,7 @@ public struct JobProcessor: Sendable {
         for index in 0..<count {
             var placed = false
             if sending {
-                placed = await sender.pace(app: ready.app)  // a turn at the project's rate before a window permit
+                placed = await sender.pace(app: ready.app, urgent: isUrgent(ready.job))  // a turn at the project's rate before a window permit
                 if let window { _ = await window.acquire(1) }
                 // A cancel that arrives while a job's recipients go out stops the rest: they end
                 // `cancelled` in this job's plan (`planned`).
@@ -347,6 +347,10 @@ public struct JobProcessor: Sendable {
         if case .cancel? = control?.verdict(for: job) { return true }
         return false
     }
+
+    /// True for a job sent ahead of paced campaign sends: the urgent lane's, or one that says
+    /// `"priority": "high"` wherever it came from.
+    private func isUrgent(_ job: SendJob) -> Bool { urgent || job.priority == .high }
 
     /// `job`, marked high priority when this is the urgent lane's processor.
     private func prioritized(_ job: SendJob) -> SendJob {

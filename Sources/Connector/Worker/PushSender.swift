@@ -12,7 +12,8 @@ public protocol PushSender: Sendable {
     /// Takes the turn of the App ID's next send at its project's rate, before the send is
     /// composed or takes a send-window permit, and calls `go` once it may start (from any thread):
     /// true when the turn is taken (hand it to `start` as `placed`), false when `start` decides.
-    func pace(app: AppConfiguration, then go: @escaping @Sendable (_ placed: Bool) -> Void)
+    /// `urgent`: a high-priority job's send, which takes the next turn ahead of paced sends.
+    func pace(app: AppConfiguration, urgent: Bool, then go: @escaping @Sendable (_ placed: Bool) -> Void)
 }
 
 extension PushSender {
@@ -22,11 +23,11 @@ extension PushSender {
     }
 
     /// No rate of its own: `go(false)` at once.
-    public func pace(app: AppConfiguration, then go: @escaping @Sendable (_ placed: Bool) -> Void) { go(false) }
+    public func pace(app: AppConfiguration, urgent: Bool, then go: @escaping @Sendable (_ placed: Bool) -> Void) { go(false) }
 
     /// `pace`, waited for in the caller's task.
-    func pace(app: AppConfiguration) async -> Bool {
-        await withCheckedContinuation { continuation in pace(app: app) { continuation.resume(returning: $0) } }
+    func pace(app: AppConfiguration, urgent: Bool) async -> Bool {
+        await withCheckedContinuation { continuation in pace(app: app, urgent: urgent) { continuation.resume(returning: $0) } }
     }
 }
 
@@ -73,8 +74,8 @@ public final class FCMPushSender: PushSender {
         client.start(projectID: app.projectID, messageBody: body, credentials: account, placed: placed) { completion(DeliveryOutcome($0)) }
     }
 
-    public func pace(app: AppConfiguration, then go: @escaping @Sendable (_ placed: Bool) -> Void) {
-        client.pace(projectID: app.projectID, then: go)
+    public func pace(app: AppConfiguration, urgent: Bool, then go: @escaping @Sendable (_ placed: Bool) -> Void) {
+        client.pace(projectID: app.projectID, urgent: urgent, then: go)
     }
 }
 
