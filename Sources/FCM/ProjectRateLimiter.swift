@@ -159,24 +159,22 @@ public final class ProjectRateLimiter: Sendable {
 
     /// Pure step: reserves one send for `project` at the current instant.
     func reserve(project: String) -> TokenBucket.Reservation {
-        let instant = now()
-        return buckets.withLock { buckets in
-            var bucket = buckets[project] ?? newBucket(project, now: instant)
-            let reservation = bucket.reserve(now: instant, maxWait: configuration.maxWait)
-            buckets[project] = bucket
-            return reservation
-        }
+        withBucket(project) { bucket, instant in bucket.reserve(now: instant, maxWait: configuration.maxWait) }
     }
 
     /// Pure step: reserves one urgent send for `project` ahead of its paced sends
     /// (`TokenBucket.reserveAhead`).
     func reserveAhead(project: String) -> TokenBucket.Reservation {
+        withBucket(project) { bucket, instant in bucket.reserveAhead(now: instant, maxWait: configuration.maxWait) }
+    }
+
+    /// Runs `step` on `project`'s bucket (a full one at first) at the current instant.
+    private func withBucket<T>(_ project: String, _ step: (inout TokenBucket, ContinuousClock.Instant) -> T) -> T {
         let instant = now()
         return buckets.withLock { buckets in
             var bucket = buckets[project] ?? newBucket(project, now: instant)
-            let reservation = bucket.reserveAhead(now: instant, maxWait: configuration.maxWait)
-            buckets[project] = bucket
-            return reservation
+            defer { buckets[project] = bucket }
+            return step(&bucket, instant)
         }
     }
 
