@@ -266,7 +266,22 @@ import Testing
         }
         #expect(String(decoding: results[0].encodedBytes(), as: UTF8.self) == #"{"app_id":"shop","attempts":1,"campaign":"winter \"sale\"\n","#
             + #""completed_at":"2027-01-15T08:00:00Z","fcm_message_name":"projects/p/messages/1","job_id":"j-1","#
-            + #""mn_message_id":"mnid2m.1.2.3.4.5","outcome":"sent","replays":0,"target":{"token":"t/é"}}"#)
+            + #""mn_message_id":"mnid2m.1.2.3.4.5","outcome":"sent","replays":0,"schema_version":1,"target":{"token":"t/é"}}"#)
+    }
+
+    /// Results carry `schema_version` 1; a reader refuses a newer one by name and reads one
+    /// without it (earlier releases) as version 1.
+    @Test func resultsCarryTheirSchemaVersionAndANewerOneIsRefused() throws {
+        let result = SendResult(jobID: "j", appID: "a", mnMessageID: "m", campaign: nil, target: ("token", "t"), outcome: .sent,
+                                attempts: 1, completedAt: Timestamp(secondsSince1970: 0))
+        guard case .object(var object) = result.encoded() else { Issue.record("not an object"); return }
+        #expect(object["schema_version"] == .int(1))
+        object["schema_version"] = nil
+        #expect(try SendResult.decode(.object(object)).jobID == "j")
+        object["schema_version"] = .int(2)
+        #expect { try SendResult.decode(.object(object)) } throws: { error in
+            (error as? ContractError)?.issues.contains { $0.field == "schema_version" } == true
+        }
     }
 
     /// The contract's latest-outcome rule: replays first, then completed_at (whole seconds), then

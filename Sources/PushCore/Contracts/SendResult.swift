@@ -87,6 +87,10 @@ public struct SendResult: Sendable, Equatable {
         (r.replays, Int64(r.completedAt.secondsSince1970.rounded(.down)), r.outcome == .deadLettered ? 0 : 1)
     }
 
+    /// The `schema_version` every result carries (docs/contracts.md; contracts/result.schema.json).
+    /// A reader refuses a newer one by name; a result without it (earlier releases) is version 1.
+    public static let schemaVersion = 1
+
     /// The routing key on the results exchange.
     public var routingKey: String { "\(appID).\(outcome.rawValue)" }
 
@@ -96,7 +100,7 @@ public struct SendResult: Sendable, Equatable {
             "job_id": .string(jobID), "app_id": .string(appID), "mn_message_id": .string(mnMessageID),
             "target": .object([target.kind: .string(target.value)]), "outcome": .string(outcome.rawValue),
             "attempts": .int(Int64(attempts)), "completed_at": .string(completedAt.description),
-            "replays": .int(Int64(replays)),
+            "replays": .int(Int64(replays)), "schema_version": .int(Int64(Self.schemaVersion)),
         ]
         if let campaign { o["campaign"] = .string(campaign) }
         if possiblyDelivered { o["possibly_delivered"] = .bool(true) }
@@ -115,6 +119,7 @@ public struct SendResult: Sendable, Equatable {
             throw ContractError(document: "result", issues: [ContractIssue(.wrongType, field: "$", "must be an object")])
         }
         var r = FieldReader(object, path: "")
+        r.schemaVersion(supported: schemaVersion)
         let jobID = r.requiredString("job_id")
         let appID = r.requiredString("app_id")
         let id = r.requiredString("mn_message_id")

@@ -8,7 +8,7 @@ extension SendResult {
         out.reserveCapacity(320)
         // Keys in the order `JSONValue` writes them (sorted): app_id, attempts, campaign,
         // completed_at, error, fcm_message_name, job_id, mn_message_id, outcome,
-        // possibly_delivered (when true), replays, target.
+        // possibly_delivered (when true), replays, schema_version, target.
         out.append(contentsOf: #"{"app_id":"#.utf8)
         JSONValue.writeString(appID, to: &out)
         out.append(contentsOf: #","attempts":"#.utf8)
@@ -44,6 +44,8 @@ extension SendResult {
         if possiblyDelivered { out.append(contentsOf: #"","possibly_delivered":true"#.utf8) } else { out.append(UInt8(ascii: "\"")) }
         out.append(contentsOf: #","replays":"#.utf8)
         Self.writeInt(replays, to: &out)
+        out.append(contentsOf: #","schema_version":"#.utf8)
+        Self.writeInt(Self.schemaVersion, to: &out)
         out.append(contentsOf: #","target":{"#.utf8)
         JSONValue.writeString(target.kind, to: &out)
         out.append(UInt8(ascii: ":"))
