@@ -25,4 +25,11 @@ if ! python3 -c "import firebase_admin" 2>/dev/null; then
   python3 -m pip install --quiet --disable-pip-version-check firebase-admin \
     || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages firebase-admin
 fi
+# The contract checks (contracts/check.py, run by ContractSchemaTests) validate JSON Schema
+# 2020-12 with date-times checked, and the OpenAPI document (Python, from PyPI).
+if ! python3 -c "import jsonschema, rfc3339_validator, openapi_spec_validator" 2>/dev/null; then
+  echo "install-deps: installing jsonschema, rfc3339-validator, openapi-spec-validator (pip)"
+  python3 -m pip install --quiet --disable-pip-version-check jsonschema rfc3339-validator openapi-spec-validator \
+    || python3 -m pip install --quiet --disable-pip-version-check --break-system-packages jsonschema rfc3339-validator openapi-spec-validator
+fi
 command -v swift >/dev/null || { echo "install-deps: the Swift 6 toolchain is not on PATH (see README)" >&2; exit 1; }
