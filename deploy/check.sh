@@ -6,7 +6,9 @@
 #   3. every push-connector command line of docker-compose.yml, deploy/k8s and deploy/systemd
 #      passes `push-connector ... --check` (deploy/check_commands.py builds the files it names);
 #   4. the alert rules pass `promtool check rules` and their unit tests `promtool test rules`;
-#   5. every shell script passes shellcheck.
+#   5. the cross-file rules hold (deploy/check_coherence.py: codes and metrics the source
+#      writes, alerts for what must be heard, one vhost, KEDA capped, runbook URLs);
+#   6. every shell script passes shellcheck.
 # Usage: deploy/check.sh [BIN_DIR]   (default: the debug build, `swift build --show-bin-path`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +53,9 @@ python3 deploy/check_commands.py "$bin" "$root" || fail "command lines"
 step "alert rules"
 promtool check rules deploy/prometheus/alerts.yml || fail "promtool check rules"
 promtool test rules deploy/prometheus/alerts.test.yml || fail "promtool test rules"
+
+step "cross-file rules (codes, metrics, alerts, vhost, KEDA, runbooks)"
+python3 deploy/check_coherence.py || fail "cross-file rules"
 
 step "shellcheck"
 mapfile -t scripts < <(git ls-files '*.sh' .ci/run; ls deploy/*.sh deploy/compose/*.sh 2>/dev/null)

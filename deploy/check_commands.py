@@ -133,7 +133,8 @@ def kubernetes():
             argv = (c.get("command", ["push-connector"])[1:]) + c.get("args", [])
             env = {}
             for e in c.get("env", []):
-                value = e.get("value", "placeholder")
+                ref = e.get("valueFrom", {}).get("secretKeyRef", {})
+                value = e.get("value", secrets.get(ref.get("name"), {}).get(ref.get("key"), "placeholder"))
                 env[e["name"]] = pod_root + value if value.startswith("/") else value
             run(f"deploy/k8s/{file} {d['kind']}/{d['metadata']['name']}",
                 [pod_root + a if a.startswith("/") else a for a in argv], env)

@@ -172,11 +172,11 @@ func temporaryDirectory() throws -> String {
 
 @Suite(.timeLimit(.minutes(1))) struct DeployFileTests {
     @Test func rabbitmqDefinitionsFileMatchesTheTopology() async throws {
-        let (code, out, _) = await runCLI(["topology", "definitions"])
+        let (code, out, _) = await runCLI(["topology", "definitions", "--vhost", "push"])
         #expect(code == 0)
         let file = try String(contentsOfFile: "\(repositoryRoot)/deploy/rabbitmq-definitions.json", encoding: .utf8)
         #expect(file.trimmingCharacters(in: .whitespacesAndNewlines) == out.trimmingCharacters(in: .whitespacesAndNewlines),
-                "regenerate with: push-connector topology definitions > deploy/rabbitmq-definitions.json")
+                "regenerate with: push-connector topology definitions --vhost push > deploy/rabbitmq-definitions.json")
     }
 }
 

@@ -144,9 +144,14 @@ import Testing
 
 /// Runs `python3 contracts/check.py ARGUMENTS`: its exit code and everything it printed.
 func contractCheck(_ arguments: [String]) throws -> (Int32, String) {
+    try runPython(repositoryRoot + "/contracts/check.py", arguments)
+}
+
+/// Runs `python3 SCRIPT ARGUMENTS`: its exit code and everything it printed (stdout and stderr).
+func runPython(_ script: String, _ arguments: [String]) throws -> (Int32, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", repositoryRoot + "/contracts/check.py"] + arguments
+    process.arguments = ["python3", script] + arguments
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe

@@ -38,8 +38,9 @@ import Testing
             let type: JSONValue = q["name"] == "push.results.stream" || q["name"] == "push.control.log" ? "stream" : "quorum"
             #expect(q["arguments"]?["x-queue-type"] == type, "\(q["name"] ?? .null)")
             #expect(q["durable"] == true && q["auto_delete"] == false, "\(q["name"] ?? .null)")
-            #expect(q["vhost"] == "/")
+            #expect(q["vhost"] == "push", "the vhost of the deploy/ manifests")
         }
+        #expect(definitions["vhosts"] == [["name": "push"]], "the import creates the vhost")
     }
 
     @Test func theJobQueueDeadLettersToTheDLXAtLeastOnceRefusesWhenFullAndLimitsDeliveries() throws {

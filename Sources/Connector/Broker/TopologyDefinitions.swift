@@ -28,7 +28,8 @@ public enum TopologyDefinitions {
             ["source": .string(b.exchange), "vhost": .string(vhost), "destination": .string(b.queue), "destination_type": "queue",
              "routing_key": .string(b.routingKey), "arguments": [:]]
         }
-        return ["exchanges": .array(exchanges), "queues": .array(queues), "bindings": .array(bindings)]
+        // The vhost too: an import creates it when missing (the manifests use "push").
+        return ["vhosts": [["name": .string(vhost)]], "exchanges": .array(exchanges), "queues": .array(queues), "bindings": .array(bindings)]
     }
 }
 
@@ -39,8 +40,9 @@ public struct TopologyDefinitionsCommand: Command {
         synopsis: "[--prefix NAME] [--retry-tiers LIST] [--vhost VHOST] [--rabbitmq-version VERSION] [--results-max-age AGE] [--results-max-bytes N]",
         about: """
         Prints the topology as a RabbitMQ definitions JSON document, for `rabbitmqctl
-        import_definitions` or the management plugin (deploy/rabbitmq-definitions.json is this
-        output with the defaults). --rabbitmq-version names the broker it is for: from 4.0 the
+        import_definitions` or the management plugin; the import creates the vhost when it is
+        missing (deploy/rabbitmq-definitions.json is this output with --vhost push, the vhost
+        of the deploy/ manifests). --rabbitmq-version names the broker it is for: from 4.0 the
         dead-letter queues get x-delivery-limit -1 (no limit), which RabbitMQ 3.x must not get.
         """,
         options: CommonOptions.brokerOptions.filter { $0.name == "--prefix" || $0.name == "--retry-tiers" } + [

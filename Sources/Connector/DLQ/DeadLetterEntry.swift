@@ -12,6 +12,9 @@ public struct DeadLetterEntry: Sendable, Equatable {
     public static let deliveryLimitCode = "DELIVERY_LIMIT"
     /// Code shown for a message with neither `push-error-code` nor `x-death`.
     public static let unknownCode = "UNKNOWN"
+    /// The codes a message RabbitMQ dead-lettered by itself shows: its `x-death` reasons
+    /// (`rejected`, `expired`, `maxlen`, `delivery_limit`) upper-cased, and `UNKNOWN`.
+    public static let brokerCodes = [deliveryLimitCode, "REJECTED", "EXPIRED", "MAXLEN", unknownCode]
 
     public var jobID: String?
     public var appID: String?

@@ -19,6 +19,9 @@ public protocol DeadLetterQueueChoice: Sendable {
     static func replayDestination(_ topology: Topology, headers: AMQPTable) -> (exchange: String, routingKey: String)
     /// The destination as the replay's summary names it.
     static func replayTarget(_ topology: Topology) -> String
+    /// The `push-error-code`s its messages can carry: what push-connector writes there, then
+    /// the codes of RabbitMQ's own dead-lettering (`DeadLetterEntry.brokerCodes`).
+    static var knownCodes: [String] { get }
 }
 
 /// `<prefix>.jobs.dlq`: jobs the worker could not send; a replay publishes them to the job exchange.
@@ -32,6 +35,7 @@ public enum JobsDeadLetters: DeadLetterQueueChoice {
         (topology.jobsExchange, topology.jobsRoutingKey(urgent: headers[DeadLetterHeader.priority]?.stringValue == JobPriority.high.rawValue))
     }
     public static func replayTarget(_ topology: Topology) -> String { "\(topology.jobsExchange)/\(topology.jobsRoutingKey)" }
+    public static let knownCodes = DeadLetterCode.allCases.map(\.rawValue) + DeadLetterEntry.brokerCodes
 }
 
 /// `<prefix>.events.dlq`: events and results the events consumer could not read or store; a
@@ -47,4 +51,5 @@ public enum EventsDeadLetters: DeadLetterQueueChoice {
         ("", headers[DeadLetterHeader.sourceQueue]?.stringValue ?? topology.eventsQueue)
     }
     public static func replayTarget(_ topology: Topology) -> String { "(default exchange)/<push-source-queue>" }
+    public static let knownCodes = EventsDeadLetterCode.allCases.map(\.rawValue) + DeadLetterEntry.brokerCodes
 }

@@ -7,16 +7,18 @@ import PushCore
 enum DlqOptions {
     /// The filters: per-invocation, so command line only (an exported variable must not narrow
     /// or widen what a purge deletes).
-    static let filterOptions: [OptionSpec] = [
+    /// `codes`: the `push-error-code`s of the queue (`DeadLetterQueueChoice.knownCodes`); any
+    /// other `--code` is refused, since it could match nothing.
+    static func filterOptions(codes: [String]) -> [OptionSpec] { [
         .repeatable("--app-id", "ID", "the job's app_id (repeat one filter to accept any of its values;\n"
             + "different filters must all match)", setting: false),
-        .repeatable("--code", "CODE", "push-error-code (UNKNOWN_APP, AUTH_FAILED, …, DELIVERY_LIMIT for jobs\n"
-            + "RabbitMQ dead-lettered itself)", setting: false),
+        .repeatable("--code", "CODE", "push-error-code: " + codes.joined(separator: ", "),
+                    ValueKind { codes.contains($0) ? nil : "must be a code of this queue: " + codes.joined(separator: ", ") }, setting: false),
         .repeatable("--job-id", "ID", "the job's job_id", setting: false),
         .repeatable("--campaign", "NAME", "the job's campaign", setting: false),
         .value("--older-than", "AGE", "last failure at least AGE ago (30m, 2h, 7d, 1h30m)", age, setting: false),
         .value("--newer-than", "AGE", "last failure less than AGE ago", age, setting: false),
-    ]
+    ] }
 
     static let age = ValueKind { DeadLetterFilter.parseDuration($0) == nil ? "must be a duration such as 30m, 2h or 7d" : nil }
 

@@ -138,7 +138,7 @@ public final class EventsConsumer: Sendable {
                 switch Self.record(from: delivery.body, isEvents: false) {
                 case .record(let r): record = r
                 case .invalid(let reason):
-                    guard await deadLetter(delivery, code: "INVALID_RESULT", reason: reason, consumer: consumer, publisher: publisher,
+                    guard await deadLetter(delivery, code: EventsDeadLetterCode.invalidResult.rawValue, reason: reason, consumer: consumer, publisher: publisher,
                                            ack: false) else { failed.store(true, ordering: .relaxed); continue }
                 }
                 let tag = delivery.deliveryTag
@@ -165,7 +165,7 @@ public final class EventsConsumer: Sendable {
                 case .record(let record):
                     store(record, delivery, attempt: 1, isEvents: isEvents, consumer: consumer, publisher: publisher)
                 case .invalid(let reason):
-                    await deadLetter(delivery, code: isEvents ? "INVALID_EVENT" : "INVALID_RESULT", reason: reason,
+                    await deadLetter(delivery, code: (isEvents ? EventsDeadLetterCode.invalidEvent : .invalidResult).rawValue, reason: reason,
                                      consumer: consumer, publisher: publisher)
                 }
             }
@@ -187,7 +187,7 @@ public final class EventsConsumer: Sendable {
                 self.store(record, delivery, attempt: attempt + 1, isEvents: isEvents, consumer: consumer, publisher: publisher)
             } else {
                 Task {
-                    await self.deadLetter(delivery, code: "STORE_FAILED", reason: "not stored after \(attempt) failed transactions",
+                    await self.deadLetter(delivery, code: EventsDeadLetterCode.storeFailed.rawValue, reason: "not stored after \(attempt) failed transactions",
                                           consumer: consumer, publisher: publisher)
                 }
             }

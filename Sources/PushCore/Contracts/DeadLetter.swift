@@ -16,6 +16,16 @@ public enum DeadLetterCode: String, Sendable, CaseIterable {
     case retriesExhausted = "RETRIES_EXHAUSTED"
 }
 
+/// Why the events consumer copied a delivery to the events DLQ (`push-error-code`).
+public enum EventsDeadLetterCode: String, Sendable, CaseIterable {
+    /// A message of the events queue that is not a valid event.
+    case invalidEvent = "INVALID_EVENT"
+    /// A message of the results stream that is not a valid result.
+    case invalidResult = "INVALID_RESULT"
+    /// A record the store refused for itself, after `EventsConsumer`'s transaction retries.
+    case storeFailed = "STORE_FAILED"
+}
+
 /// The headers the connector sets on a dead-lettered job. Custom names avoid the `x-` prefix,
 /// which RabbitMQ owns (`x-death` is never used to count retries).
 public enum DeadLetterHeader {

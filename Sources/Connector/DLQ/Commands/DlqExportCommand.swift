@@ -17,7 +17,7 @@ public struct DeadLetterExportCommand<Queue: DeadLetterQueueChoice>: Command {
         Nothing is removed from the queue (purge afterwards with the same filters if you want that).
         FILE must not exist yet. `dlq import FILE` puts the messages back. See docs/operations.md.
         """,
-        options: [DlqOptions.limit("export at most N messages"), .flag("--json", "print the summary as one JSON object, no progress", setting: false)] + DlqOptions.filterOptions
+        options: [DlqOptions.limit("export at most N messages"), .flag("--json", "print the summary as one JSON object, no progress", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
             + CommonOptions.brokerOptions,
         positionals: 1...1)
     }

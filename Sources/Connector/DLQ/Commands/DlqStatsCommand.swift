@@ -12,7 +12,7 @@ public struct DeadLetterStatsCommand<Queue: DeadLetterQueueChoice>: Command {
         the last failure (<1h, 1h-24h, 1d-7d, >7d), with the oldest and newest failure. Reads the whole
         queue without removing anything; the order of the queue is kept.
         """,
-        options: [.flag("--json", "one JSON object instead of text", setting: false)] + DlqOptions.filterOptions
+        options: [.flag("--json", "one JSON object instead of text", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
             + CommonOptions.brokerOptions)
     }
 
