@@ -28,8 +28,7 @@ import Testing
         try (jobJSON("otp", tokens: ["urgent-otp"]) + "\n" + jobJSON("otp-flaky", tokens: ["flaky1-urgent"]) + "\n")
             .write(toFile: file, atomically: true, encoding: .utf8)
         let published = ContinuousClock.now
-        let (code, out, err) = await runCLI(["send", "--priority", "high", "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix,
-                                             "--retry-tiers", "1", file])
+        let (code, out, err) = await runCLI(["send", "--priority", "high", "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix, file])
         #expect(code == 0 && out.contains("(2 high priority)"), "\(out) \(err)")
         func received(_ token: String) -> Bool { f.emulator.recordedMessages().contains { $0.token == token } }
         try await waitUntil(timeout: .seconds(2), "the urgent job reaches FCM within 2 s") { received("urgent-otp") }
@@ -59,8 +58,7 @@ import Testing
 
         let file = f.directory + "/urgent.json"
         try jobJSON("otp", tokens: ["urgent-otp"]).write(toFile: file, atomically: true, encoding: .utf8)
-        let (code, _, err) = await runCLI(["send", "--priority", "high", "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix,
-                                           "--retry-tiers", "5,30,120", file])
+        let (code, _, err) = await runCLI(["send", "--priority", "high", "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix, file])
         #expect(code == 0, "\(err)")
         let published = ContinuousClock.now
         try await waitUntil(timeout: .seconds(1), "the urgent job reaches FCM within 1 s") {
@@ -83,7 +81,7 @@ import Testing
         let file = f.directory + "/urgent.json"
         try jobJSON("otp-dead", tokens: ["unavailable-otp"]).write(toFile: file, atomically: true, encoding: .utf8)
         let common = ["--amqp-url", f.vhostURL, "--prefix", f.topology.prefix, "--retry-tiers", "1"]
-        var (code, _, err) = await runCLI(["send", "--priority", "high"] + common + [file])
+        var (code, _, err) = await runCLI(["send", "--priority", "high", "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix, file])
         #expect(code == 0, "\(err)")
         let dead = try await f.results(1, timeout: .seconds(20))
         #expect(dead.first?.outcome == .deadLettered && dead.first?.attempts == 2)

@@ -84,7 +84,7 @@ drained() { # drained DIR NAME SECONDS: waits for three empty reports in a row (
 
 # 1. Blue: topology, half the jobs, two workers.
 pc topology declare --amqp-url "$blue_url" --retry-tiers "$tiers" >/dev/null
-pc send --amqp-url "$blue_url" --retry-tiers "$tiers" --no-validate "$state/blue-jobs.jsonl" >/dev/null
+pc send --amqp-url "$blue_url" --no-validate "$state/blue-jobs.jsonl" >/dev/null
 worker blue1 "$blue_url"; worker blue2 "$blue_url"
 sleep 6
 echo "at the switch: blue holds $(depth "$broker_dir") job(s) in its job queue and retry tiers"
@@ -95,7 +95,7 @@ pc topology definitions --retry-tiers "$tiers" --rabbitmq-version "$(scripts/rab
 chmod 644 "$green_dir/definitions.json"
 scripts/test-broker.sh ctl --dir "$green_dir" import_definitions "$green_dir/definitions.json" >/dev/null  # the same path inside its root
 worker green1 "$green_url"; worker green2 "$green_url"
-pc send --amqp-url "$green_url" --retry-tiers "$tiers" --no-validate "$state/green-jobs.jsonl" >/dev/null
+pc send --amqp-url "$green_url" --no-validate "$state/green-jobs.jsonl" >/dev/null
 switched=$(date +%s)
 
 # 3. Blue drains: its job queue and retry tiers empty in three reports in a row (15 s), then its

@@ -12,6 +12,10 @@ struct OptionResolver {
     let knownKeys: Set<String>
 
     static let settingsVariable = "PUSH_CONNECTOR_SETTINGS"
+    /// Variables of the `PUSH_CONNECTOR_` family that name no option: the settings file, the
+    /// broker password (`AMQPCredentialResolver`) and the image's health URL (deploy/Dockerfile).
+    static let otherVariables: Set<String> = [settingsVariable, "PUSH_CONNECTOR_AMQP_PASSWORD", "PUSH_CONNECTOR_AMQP_PASSWORD_FILE",
+                                              "PUSH_CONNECTOR_HEALTH_URL"]
 
     func complete(_ parsed: inout ParsedArguments) throws(UsageError) {
         let command = spec.name
@@ -27,6 +31,7 @@ struct OptionResolver {
                 throw UsageError("\(command): \(settingsPath): \(key): \(hint)")
             }
         }
+        try refuseUnknownVariables()
         for option in spec.options where option.isSetting && parsed.sources[option.name] == nil {
             if let text = environment[option.environmentVariable] {
                 try apply(option, strings: try fromEnvironment(option, text), source: .environment,
@@ -42,6 +47,34 @@ struct OptionResolver {
                 parsed.sources[option.name] = .defaultValue
             }
         }
+    }
+
+    /// A `PUSH_CONNECTOR_*` variable that no command reads is a typo, refused as a settings
+    /// file's unknown key is (another command's variable is ignored: one environment may serve
+    /// several commands). Names only the variable, never its value.
+    private func refuseUnknownVariables() throws(UsageError) {
+        let known = Set(knownKeys.map { "PUSH_CONNECTOR_" + $0.uppercased() }).union(Self.otherVariables)
+        for name in environment.keys.sorted() where name.hasPrefix("PUSH_CONNECTOR_") && !known.contains(name) {
+            let near = known.filter { Self.editDistance($0, name) <= 2 }.sorted().first
+            throw UsageError("\(spec.name): \(name) (environment) is not a push-connector setting"
+                + (near.map { " (did you mean \($0)?)" } ?? ""))
+        }
+    }
+
+    /// Levenshtein distance, for "did you mean".
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        var row = Array(0...b.count)
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return row[b.count]
     }
 
     /// The values of `option` from a variable: a flag's yes/no, a list split on commas.

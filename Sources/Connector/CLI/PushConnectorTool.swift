@@ -39,7 +39,7 @@ public enum PushConnectorTool {
     static let settingKeys: Set<String> = Set(commands.flatMap { $0.type.spec.options.filter(\.isSetting).map(\.key) })
 
     static var overview: String {
-        var lines = ["usage: push-connector COMMAND [options]   (COMMAND --help for details)", "", "commands:"]
+        var lines = ["usage: push-connector COMMAND [options]   (COMMAND --help for details; --version)", "", "commands:"]
         for c in commands { lines.append("  " + c.words.joined(separator: " ").padding(to: 22) + c.summary) }
         return lines.joined(separator: "\n")
     }
@@ -49,6 +49,10 @@ public enum PushConnectorTool {
         if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
             context.console.out(overview)
             return arguments.isEmpty ? 2 : 0
+        }
+        if arguments == ["--version"] || arguments == ["version"] {
+            context.console.out("push-connector \(BuildInfo.version)")
+            return 0
         }
         guard let match = commands.filter({ Array(arguments.prefix($0.words.count)) == $0.words })
             .max(by: { $0.words.count < $1.words.count })

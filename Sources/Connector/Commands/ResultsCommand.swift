@@ -32,7 +32,7 @@ public struct ResultsCommand: Command {
             .flag("--json", "JSON Lines even on a terminal", setting: false),
             .flag("--summary", "at the end, one line on standard error: results read, results printed, and whether\n"
                 + "the broker filtered by --app-id (RabbitMQ 3.13 and later) or every result was read", setting: false),
-        ] + CommonOptions.brokerOptions)
+        ] + CommonOptions.connectionOptions)
 
     let arguments: ParsedArguments
     let query: ResultsQuery

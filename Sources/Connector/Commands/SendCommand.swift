@@ -14,7 +14,7 @@ public struct SendCommand: Command {
         A job whose "priority" is "high" goes with the routing key job.high to the urgent queue
         <prefix>.jobs.high, the others with job; --priority sets the field of every job.
         """,
-        options: CommonOptions.brokerOptions + [
+        options: CommonOptions.connectionOptions + [
             .value("--config", "FILE", "also check each job's App ID and composition against this App ID file", .nonEmpty),
             .flag("--no-validate", "publish the bodies as they are (for tests and chaos runs)", setting: false),
             .value("--priority", "PRIORITY", "normal or high: set every job's \"priority\" (high: routing key job.high, the\n"

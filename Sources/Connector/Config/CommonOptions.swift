@@ -20,6 +20,10 @@ public enum CommonOptions {
                ValueKind { retryTiers($0) == nil ? "must be whole seconds from 1 to 4294967 separated by commas" : nil }),
         .value("--heartbeat", "SECONDS", "AMQP heartbeat (default 30, or the URL's ?heartbeat=)", .integer(0...600)),
     ]
+
+    /// `brokerOptions` for a command that names exchanges and queues but no retry tier (it
+    /// declares nothing and publishes no retry copy): `send`, `results`.
+    public static let connectionOptions = brokerOptions.filter { $0.name != "--retry-tiers" }
     /// Retention of the results stream, for the commands that declare it (applied when the stream
     /// is created; RabbitMQ refuses to redeclare it with other values).
     public static let resultsRetentionOptions: [OptionSpec] = [
@@ -64,12 +68,26 @@ public enum CommonOptions {
             throw UsageError("\(command): --amqp-url: \(error)")
         }
         if settings.password.isEmpty && settings.user == "guest" { settings.password = "guest" }
+        // RabbitMQ's loopback-only guest:guest is no secret; any other password in argv is.
+        if a.sources["--amqp-url"] == .commandLine, Self.carriesPassword(url), !(settings.user == "guest" && settings.password == "guest") {
+            context.console.err("push-connector \(command): warning: --amqp-url carries a password on the command line, where any "
+                + "user of this machine can read it (ps, /proc): use PUSH_CONNECTOR_AMQP_PASSWORD_FILE or PUSH_CONNECTOR_AMQP_PASSWORD")
+        }
         if let ca = a.value("--amqp-ca-file") {
             guard settings.tls != nil else { throw UsageError("\(command): --amqp-ca-file needs an amqps:// URL") }
             settings.tls?.caFile = ca
         }
         settings.heartbeatSeconds = a.int("--heartbeat") ?? settings.heartbeatSeconds
         return settings
+    }
+
+    /// True for `amqp[s]://user:password@…` (a password in the URL's user information).
+    static func carriesPassword(_ url: String) -> Bool {
+        let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return false }
+        let authority = parts[1].prefix { $0 != "/" && $0 != "?" }
+        guard let at = authority.lastIndex(of: "@") else { return false }
+        return authority[..<at].contains(":")
     }
 
     /// The topology named by `--prefix` with the `--retry-tiers`.
