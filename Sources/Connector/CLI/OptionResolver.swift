@@ -53,7 +53,8 @@ struct OptionResolver {
     /// file's unknown key is (another command's variable is ignored: one environment may serve
     /// several commands). Names only the variable, never its value.
     private func refuseUnknownVariables() throws(UsageError) {
-        let known = Set(knownKeys.map { "PUSH_CONNECTOR_" + $0.uppercased() }).union(Self.otherVariables)
+        let keys = knownKeys.union(spec.options.filter(\.isSetting).map(\.key))
+        let known = Set(keys.map { "PUSH_CONNECTOR_" + $0.uppercased() }).union(Self.otherVariables)
         for name in environment.keys.sorted() where name.hasPrefix("PUSH_CONNECTOR_") && !known.contains(name) {
             let near = known.filter { Self.editDistance($0, name) <= 2 }.sorted().first
             throw UsageError("\(spec.name): \(name) (environment) is not a push-connector setting"

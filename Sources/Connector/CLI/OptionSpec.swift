@@ -134,11 +134,18 @@ public struct HostPort: Sendable, Equatable {
     public var port: Int
 
     /// Nil unless `text` is `HOST:PORT` with a port from 0 to 65535; an empty host is 0.0.0.0.
+    /// An IPv6 host is written in brackets, `[::]:8080` or `[::1]:8080` (`host` without them).
     public init?(_ text: String) {
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port)
         else { return nil }
-        let host = String(text[..<colon])
-        guard !host.contains(where: { $0 == " " || $0 == "/" }) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+            guard host.contains(":") else { return nil }
+        } else if host.contains(":") {
+            return nil  // an IPv6 address needs its brackets
+        }
+        guard !host.contains(where: { $0 == " " || $0 == "/" || $0 == "[" || $0 == "]" }) else { return nil }
         self.host = host.isEmpty ? "0.0.0.0" : host
         self.port = port
     }

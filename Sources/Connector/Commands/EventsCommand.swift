@@ -16,7 +16,9 @@ public struct EventsCommand: Command {
         it), in batched transactions, idempotently. Read it with `push-connector stats`.
         """,
         options: CommonOptions.brokerOptions + CommonOptions.resultsRetentionOptions + [
-            .value("--http", "HOST:PORT", "where to listen (IPv4), e.g. 0.0.0.0:8080", .hostPort),
+            .value("--http", "HOST:PORT", "where to listen, e.g. 0.0.0.0:8080, [::]:8080 (IPv6 and IPv4) or [::1]:8080", .hostPort),
+            .value("--admin-http", "HOST:PORT", "serve /healthz, /readyz and /metrics here instead of on --http\n"
+                + "(keep them off the public listener), e.g. 127.0.0.1:9091", .hostPort),
             .value("--db", "FILE|URL", "SQLite file, or postgres://user:password@host:port/database, to store sends and events in",
                    .nonEmpty, secret: true),
             .value("--consumer-group", "NAME", "the name the results-stream offset is stored under; consumers sharing a\n"
@@ -70,9 +72,18 @@ public struct EventsCommand: Command {
             http.requestDeadline = .seconds(a.integer("--request-deadline-s"))
             configuration.http = http
         }
+        if let admin = a.value("--admin-http").flatMap(HostPort.init) {
+            var adminHTTP = MicroHTTPServer.Configuration()
+            (adminHTTP.host, adminHTTP.port, adminHTTP.threads) = (admin.host, admin.port, 1)
+            configuration.adminHTTP = adminHTTP
+        }
         if !a.has("--no-consume") { configuration.database = EventsDatabase(try a.required("--db", in: "events")) }
         configuration.consumerGroup = try a.required("--consumer-group", in: "events")
-        if let path = a.value("--config") { configuration.knownApps = Set(try AppConfigurationFile.load(path).appIDs) }
+        if let path = a.value("--config") {
+            let registry = try AppConfigurationFile.load(path)
+            configuration.knownApps = Set(registry.appIDs)
+            configuration.origins = EventOrigins(registry)
+        }
         if let path = a.value("--event-keys") { configuration.keys = try EventKeys.load(path) }
         configuration.publisherConnections = a.integer("--publishers")
         configuration.batchSize = a.integer("--batch-size")

@@ -1,30 +1,47 @@
 import FoundationEssentials
 import PushCore
 
-/// The HTTP face of the events service: `POST /event`, `POST /events`, and the
-/// `OperationsEndpoints` (`GET /healthz`, `/readyz`, `/metrics`). Validates every event (nothing is queued when any is invalid), checks the
-/// optional event key, publishes with confirms and only then answers 202 `{"accepted":N}`;
-/// 503 when the broker cannot confirm (the app retries; duplicates count once downstream).
+/// The HTTP face of the events service: `POST /event`, `POST /events`, the CORS preflight
+/// (`OPTIONS`) for web pages, and, unless they have a listener of their own (`--admin-http`), the
+/// `OperationsEndpoints` (`GET /healthz`, `/readyz`, `/metrics`). Validates every event (a batch
+/// keeps its good events and reports each bad one, `EventRequestBody`), checks the optional
+/// event key and the page's origin, publishes with confirms and only then answers 202
+/// `{"accepted":N}`; 503 with `Retry-After` when the broker cannot confirm (the app retries;
+/// duplicates count once downstream).
 public struct EventIngestion: HTTPHandler {
     /// At most this many events in one `POST /events`.
     public static let maxBatch = 500
     public static let keyHeader = "x-push-event-key"
+    /// The request headers the handler reads besides the key (`MicroHTTPServer.Configuration.capturedHeaders`).
+    public static let corsHeaders = ["origin"]
+    /// `Retry-After` seconds of a 503: the broker did not confirm, or the server is full.
+    static let retryAfterUnavailable = "5", retryAfterBusy = "1"
 
     let publisher: EventPublisher
     let metrics: EventMetrics
     /// Known App IDs (from `--config`); nil accepts any `app_id`.
     let knownApps: Set<String>?
     let keys: EventKeys?
-    let operations: OperationsEndpoints
+    let origins: EventOrigins
+    /// nil: the probes and metrics are served by another listener.
+    let operations: OperationsEndpoints?
 
-    /// `health` answers both probes: nil when healthy, else why not.
+    /// `health` answers both probes: nil when healthy, else why not. `servesOperations`: false
+    /// when an admin listener serves `/healthz`, `/readyz` and `/metrics` instead.
     public init(publisher: EventPublisher, metrics: EventMetrics, knownApps: Set<String>? = nil, keys: EventKeys? = nil,
+                origins: EventOrigins = EventOrigins(byApp: [:]), servesOperations: Bool = true,
                 health: @escaping OperationsEndpoints.Check = { nil }) {
         self.publisher = publisher
         self.metrics = metrics
         self.knownApps = knownApps
         self.keys = keys
-        operations = OperationsEndpoints(health: health, readiness: health, metrics: { metrics.prometheusText })
+        self.origins = origins
+        operations = servesOperations ? Self.operations(metrics: metrics, health: health) : nil
+    }
+
+    /// The probes and metrics of the events service, for whichever listener serves them.
+    public static func operations(metrics: EventMetrics, health: @escaping OperationsEndpoints.Check) -> OperationsEndpoints {
+        OperationsEndpoints(health: health, readiness: health, metrics: { metrics.prometheusText })
     }
 
     /// With event keys, a `POST /event(s)` whose header opens no App ID at all is refused with
@@ -35,7 +52,7 @@ public struct EventIngestion: HTTPHandler {
         else { return nil }
         metrics.requests.increment()
         metrics.unauthorized.increment()
-        return Self.keyRefusal
+        return readable(Self.keyRefusal, by: request.headers["origin"])
     }
 
     /// The one answer to every key failure: it never says whether the App ID exists.
@@ -44,10 +61,14 @@ public struct EventIngestion: HTTPHandler {
 
     public func respond(to request: HTTPRequest) -> HTTPReply {
         metrics.requests.increment()
-        if let answer = operations.answer(request) { return answer }
+        if let answer = operations?.answer(request) { return answer }
+        let origin = request.headers["origin"]
         switch (request.method, request.path) {
         case ("POST", "/event"), ("POST", "/events"):
-            return ingest(request, batch: request.path == "/events")
+            return ingest(request, batch: request.path == "/events", origin: origin).map { readable($0, by: origin) }
+        case ("OPTIONS", "/event"), ("OPTIONS", "/events"):
+            guard let origin else { fallthrough }
+            return .now(origins.preflight(origin: origin))
         case (_, "/event"), (_, "/events"):
             return .now(Self.error(405, code: "METHOD_NOT_ALLOWED", field: "$", "\(request.method) is not allowed on \(request.path)"))
         default:
@@ -55,85 +76,78 @@ public struct EventIngestion: HTTPHandler {
         }
     }
 
-    private func ingest(_ request: HTTPRequest, batch: Bool) -> HTTPReply {
+    /// `response` with the CORS headers when a page of an allowed `origin` asked.
+    private func readable(_ response: HTTPResponse, by origin: String?) -> HTTPResponse {
+        guard let origin, origins.allowsAny(origin) else { return response }
+        return EventOrigins.withCORS(response, origin: origin)
+    }
+
+    private func ingest(_ request: HTTPRequest, batch: Bool, origin: String?) -> HTTPReply {
         if request.bodyTooLarge {
             metrics.tooLarge.increment()
             return .now(Self.error(413, code: "BODY_TOO_LARGE", field: "$", "the body is larger than the limit (1 MiB by default)"))
         }
         if request.overBudget {
             metrics.busy.increment()
-            return .now(Self.error(503, code: "BUSY", field: "$", "too many request bodies in progress; retry later"))
+            return .now(Self.error(503, code: "BUSY", field: "$", "too many request bodies in progress; retry later")
+                .adding("Retry-After", Self.retryAfterBusy))
         }
         // With keys, the key is checked before the App ID list: a key failure is the same 401
         // whether the App ID exists or not.
-        let events: [PushEvent]
-        switch Self.decode(request.body, batch: batch, knownApps: keys == nil ? knownApps : nil) {
-        case .failure(let issues):
-            metrics.invalidRequests.increment()
-            return .now(Self.error(400, issues))
-        case .success(let decoded): events = decoded
+        var body: EventRequestBody
+        switch EventRequestBody.read(request.body, batch: batch, knownApps: keys == nil ? knownApps : nil) {
+        case .failure(let error): return .now(refused(error))
+        case .success(let read): body = read
         }
         if let keys {
             let presented = request.headers[Self.keyHeader]
-            if events.contains(where: { !keys.allows(appID: $0.appID, presented: presented) }) {
+            if body.events.contains(where: { !keys.allows(appID: $0.appID, presented: presented) }) {
                 metrics.unauthorized.increment()
                 return .now(Self.keyRefusal)
             }
-            if case .failure(let issues) = Self.decode(request.body, batch: batch, knownApps: knownApps) {
-                metrics.invalidRequests.increment()
-                return .now(Self.error(400, issues))
-            }
+            if case .success(let read) = EventRequestBody.read(request.body, batch: batch, knownApps: knownApps) { body = read }
         }
-        let bodies = events.map { Data($0.encoded().encodedBytes()) }
-        let types = events.map(\.eventType.rawValue)
+        if let origin, let event = body.events.first(where: { !origins.allows(origin, appID: $0.appID) }) {
+            metrics.unauthorized.increment()
+            return .now(Self.error(403, code: "ORIGIN", field: "app_id",
+                                   "the origin \(origin) may not post events of \(event.appID ?? "this app") (allowed_origins)"))
+        }
+        guard !body.events.isEmpty else {
+            return .now(refused(ContractError(document: batch ? "events" : "event", issues: body.issues)))
+        }
+        let bodies = body.events.map { Data($0.encoded().encodedBytes()) }
+        let types = body.events.map(\.eventType.rawValue)
+        let rejected = Self.rejectedList(body.rejected)
         let publisher = self.publisher, metrics = self.metrics
         return .later {
             do {
                 try await publisher.publish(bodies)
                 metrics.accepted.increment(by: bodies.count)
                 for type in types { metrics.received.labels(type).increment() }
-                return HTTPResponse(status: 202, text: #"{"accepted":\#(bodies.count)}"#)
+                var answer: [String: JSONValue] = ["accepted": .int(Int64(bodies.count))]
+                if !rejected.isEmpty { answer["rejected"] = .array(rejected) }
+                return HTTPResponse(status: 202, body: JSONValue.object(answer).encodedBytes())
             } catch {
                 metrics.unavailable.increment()
-                return Self.error(503, code: "UNAVAILABLE", field: "$", "\(error); retry later")
+                return Self.error(503, code: "UNAVAILABLE", field: "$", "\(error); retry later").adding("Retry-After", Self.retryAfterUnavailable)
             }
         }
     }
 
-    /// Parses and validates a body: one event, or `{"events": [...]}` (1 … `maxBatch`).
-    static func decode(_ body: [UInt8], batch: Bool, knownApps: Set<String>?) -> Result<[PushEvent], ContractError> {
-        let json: JSONValue
-        do {
-            json = try JSONValue.parse(body, maxDepth: 8)
-        } catch {
-            return .failure(ContractError(document: "event", issues: [ContractIssue(.notJSON, field: "$", error.description)]))
-        }
-        var items: [(JSONValue, String)] = [(json, "")]
-        if batch {
-            guard let array = json["events"]?.arrayValue else {
-                return .failure(ContractError(document: "events", issues: [ContractIssue(.missingField, field: "events", "must be an array of events")]))
-            }
-            guard (1...maxBatch).contains(array.count) else {
-                return .failure(ContractError(document: "events", issues: [ContractIssue(.invalidValue, field: "events",
-                                                                                          "must hold 1 to \(maxBatch) events, got \(array.count)")]))
-            }
-            items = array.enumerated().map { ($1, "events[\($0)]") }
-        }
-        var events: [PushEvent] = []
-        var issues: [ContractIssue] = []
-        for (value, path) in items {
-            do {
-                let event = try PushEvent.decode(value, path: path)
-                if let knownApps, let app = event.appID, !knownApps.contains(app) {
-                    issues.append(ContractIssue(IssueCode(rawValue: "UNKNOWN_APP"), field: path.isEmpty ? "app_id" : "\(path).app_id",
-                                                "no App ID \"\(app)\" in the configuration"))
-                }
-                events.append(event)
-            } catch {
-                issues += error.issues
+    private func refused(_ error: ContractError) -> HTTPResponse {
+        metrics.invalidRequests.increment()
+        return Self.error(400, error)
+    }
+
+    /// `[{"index": 3, "field": "events[3].mn_message_id", "code": …, "message": …}, …]`: each
+    /// refused event of a batch by its first issue.
+    static func rejectedList(_ rejected: [(index: Int, issues: [ContractIssue])]) -> [JSONValue] {
+        rejected.compactMap { item in
+            item.issues.first.map {
+                .object(["index": .int(Int64(item.index)), "field": .string($0.field), "code": .string($0.code.rawValue),
+                         "message": .string($0.message)])
             }
         }
-        return issues.isEmpty ? .success(events) : .failure(ContractError(document: batch ? "events" : "event", issues: issues))
     }
 
     static func error(_ status: Int, _ error: ContractError) -> HTTPResponse {

@@ -11,6 +11,11 @@ public final class EventsService: Sendable {
         public var topology: Topology
         /// nil: no HTTP endpoint (`--no-http`).
         public var http: MicroHTTPServer.Configuration?
+        /// `--admin-http`: a listener of its own for `/healthz`, `/readyz` and `/metrics`, which
+        /// the public endpoint then no longer serves. nil: the public endpoint serves them.
+        public var adminHTTP: MicroHTTPServer.Configuration?
+        /// Which web origins may post events from a browser (the App IDs' `allowed_origins`).
+        public var origins = EventOrigins(byApp: [:])
         /// nil: no consumer (`--no-consume`).
         public var database: EventsDatabase?
         /// The consumer group stream offsets are stored under.
@@ -32,6 +37,7 @@ public final class EventsService: Sendable {
     public let configuration: Configuration
     private let logger: Logger
     private let server: MicroHTTPServer?
+    private let adminServer: MicroHTTPServer?
     private let publisher: EventPublisher?
     private let writer: BatchWriter?
     private let consumer: EventsConsumer?
@@ -52,23 +58,32 @@ public final class EventsService: Sendable {
             writer = nil
             consumer = nil
         }
-        if var http = configuration.http {
-            http.capturedHeaders.append(EventIngestion.keyHeader)
-            let publisher = EventPublisher(settings: configuration.settings, exchange: configuration.topology.eventsExchange,
-                                           connections: configuration.publisherConnections)
-            self.publisher = publisher
-            let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, database: configuration.database.map { DatabaseProbe($0) })
+        let publisher = configuration.http.map {
+            _ in EventPublisher(settings: configuration.settings, exchange: configuration.topology.eventsExchange,
+                                connections: configuration.publisherConnections)
+        }
+        self.publisher = publisher
+        let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, database: configuration.database.map { DatabaseProbe($0) })
+        if var http = configuration.http, let publisher {
+            http.capturedHeaders += [EventIngestion.keyHeader] + EventIngestion.corsHeaders
             let handler = EventIngestion(publisher: publisher, metrics: metrics, knownApps: configuration.knownApps, keys: configuration.keys,
+                                         origins: configuration.origins, servesOperations: configuration.adminHTTP == nil,
                                          health: { await health.problem() })
             server = try MicroHTTPServer(configuration: http, handler: handler)
         } else {
-            publisher = nil
             server = nil
+        }
+        let metrics = self.metrics
+        adminServer = try configuration.adminHTTP.map {
+            try MicroHTTPServer(configuration: $0, handler: EventIngestion.operations(metrics: metrics, health: { await health.problem() }))
         }
     }
 
     /// The HTTP port (nil without HTTP).
     public var httpPort: Int? { server?.port }
+
+    /// The admin listener's port (nil without `--admin-http`).
+    public var adminPort: Int? { adminServer?.port }
 
     /// HTTP connections cut so far because their request missed the deadline.
     public var httpConnectionsCutAtDeadline: Int { server?.connectionsCutAtDeadline ?? 0 }
@@ -77,12 +92,14 @@ public final class EventsService: Sendable {
     /// flight), stops consuming, commits and acks what is held, and closes.
     public func run(until shutdown: ShutdownSignal) async {
         if let port = server?.port { logger.info("listening", ["http": "\(configuration.http?.host ?? ""):\(port)"]) }
+        if let port = adminServer?.port { logger.info("admin listening", ["http": "\(configuration.adminHTTP?.host ?? ""):\(port)"]) }
         if let consumer {
             await consumer.run(until: shutdown)
         } else {
             await shutdown.wait()
         }
         await server?.stop()
+        await adminServer?.stop()
         await publisher?.close()
         writer?.stop()
         logger.info("events service stopped", ["accepted": "\(metrics.accepted.value)",

@@ -26,6 +26,8 @@ public struct HTTPResponse: Sendable {
     public var status: Int
     public var contentType: String
     public var body: [UInt8]
+    /// Headers beside `Content-Type` (`Retry-After`, the CORS headers), in order.
+    public var headers: [(name: String, value: String)] = []
 
     public init(status: Int, contentType: String = "application/json", body: [UInt8]) {
         self.status = status
@@ -36,6 +38,13 @@ public struct HTTPResponse: Sendable {
     public init(status: Int, contentType: String = "application/json", text: String) {
         self.init(status: status, contentType: contentType, body: Array(text.utf8))
     }
+
+    /// The response with `name: value` added.
+    public func adding(_ name: String, _ value: String) -> HTTPResponse {
+        var response = self
+        response.headers.append((name, value))
+        return response
+    }
 }
 
 /// What a handler answers: a response right away (on the server thread), or work to await
@@ -43,6 +52,14 @@ public struct HTTPResponse: Sendable {
 public enum HTTPReply: Sendable {
     case now(HTTPResponse)
     case later(@Sendable () async -> HTTPResponse)
+
+    /// The same reply with `transform` applied to its response, whenever it comes.
+    public func map(_ transform: @escaping @Sendable (HTTPResponse) -> HTTPResponse) -> HTTPReply {
+        switch self {
+        case .now(let response): .now(transform(response))
+        case .later(let work): .later { transform(await work()) }
+        }
+    }
 }
 
 /// Serves requests for `MicroHTTPServer`. `respond` runs on a server thread: keep it short.

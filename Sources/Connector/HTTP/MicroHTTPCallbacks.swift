@@ -104,7 +104,8 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
         let answer = SuspendedAnswer(state: state, connection: handle, server: server)
         let timeout = Task {
             try await Task.sleep(for: server.asynchronousTimeout)
-            answer.give(HTTPResponse(status: 503, text: #"{"error":{"code":"TIMEOUT","field":"$","message":"not confirmed in time; retry later"}}"#))
+            answer.give(HTTPResponse(status: 503, text: #"{"error":{"code":"TIMEOUT","field":"$","message":"not confirmed in time; retry later"}}"#)
+                .adding("Retry-After", "5"))
         }
         Task {
             answer.give(await work())
@@ -146,6 +147,7 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MH
     }
     guard let made else { return .NO }
     _ = MHD_add_response_header(made, "Content-Type", response.contentType)
+    for (name, value) in response.headers { _ = MHD_add_response_header(made, name, value) }
     let result = MHD_queue_response(connection, UInt32(response.status), made)
     MHD_destroy_response(made)
     return result

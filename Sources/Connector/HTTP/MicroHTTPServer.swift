@@ -45,16 +45,26 @@ public final class MicroHTTPServer: Sendable {
     private let stopped = Atomic<Bool>(false)
 
     /// Binds and starts serving; throws when the address cannot be bound.
+    /// An IPv6 `host` (`::1`) listens on IPv6; `::` on every interface, IPv4 included (dual stack).
     public init(configuration: Configuration, handler: any HTTPHandler) throws(HTTPServerError) {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
-        guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else {
-            throw .badAddress(configuration.host)
+        var flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue)
+        var storage = sockaddr_storage()
+        if configuration.host.contains(":") {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = in_port_t(UInt16(configuration.port).bigEndian)
+            guard inet_pton(AF_INET6, configuration.host, &address.sin6_addr) == 1 else { throw .badAddress(configuration.host) }
+            withUnsafeBytes(of: address) { bytes in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) } }
+            flags |= configuration.host == "::" ? UInt32(MHD_USE_DUAL_STACK.rawValue) : UInt32(MHD_USE_IPv6.rawValue)
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
+            guard inet_pton(AF_INET, configuration.host, &address.sin_addr) == 1 else { throw .badAddress(configuration.host) }
+            withUnsafeBytes(of: address) { bytes in withUnsafeMutableBytes(of: &storage) { $0.copyMemory(from: bytes) } }
         }
         let context = Unmanaged.passRetained(ServerContext(handler: handler, configuration: configuration))
-        let flags = UInt32(MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue)
-        let started = withUnsafePointer(to: &address) { pointer in
+        let started = withUnsafePointer(to: &storage) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
                 pc_mhd_start_daemon(flags, UInt16(configuration.port), sockaddrPointer, UInt32(max(1, configuration.threads)),
                                     UInt32(max(1, configuration.connectionLimit)), UInt32(max(0, configuration.perIPConnectionLimit)),
@@ -114,7 +124,7 @@ public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
         self.description = description
     }
 
-    static func badAddress(_ host: String) -> HTTPServerError { HTTPServerError(.badAddress, "not an IPv4 address: \(host)") }
+    static func badAddress(_ host: String) -> HTTPServerError { HTTPServerError(.badAddress, "not an IPv4 or IPv6 address: \(host)") }
     static func cannotStart(_ address: String) -> HTTPServerError {
         HTTPServerError(.cannotStart, "cannot listen on \(address) (address in use or not permitted)")
     }

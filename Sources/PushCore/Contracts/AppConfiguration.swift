@@ -15,6 +15,9 @@ public struct AppConfiguration: Sendable, Equatable {
     /// (App IDs sharing a project share one budget, the lowest limit applies); nil: FCM's default
     /// quota. Counted per process: with N replicas, give each quota / N.
     public var rateLimitPerMinute: Int?
+    /// `allowed_origins`: the web origins (`https://shop.example`, or `*`) whose pages may post
+    /// this App ID's events to the events endpoint from a browser (CORS). Empty: none.
+    public var allowedOrigins: [String] = []
 
     public init(appID: String, projectID: String, credentialsFile: String, defaultMessageType: MessageType = .notification,
                 defaultPayload: [String: String] = [:], extraOptions: [String: JSONValue] = [:], rateLimitPerMinute: Int? = nil) {
@@ -30,6 +33,20 @@ public struct AppConfiguration: Sendable, Equatable {
 
     /// The largest `rate_limit_per_minute` accepted (FCM's default quota is 600 000 / minute).
     public static let maxRateLimitPerMinute = 100_000_000
+
+    /// Why `origin` cannot be an entry of `allowed_origins`, nil when it can: `*`, or a web
+    /// origin as browsers send it, `http[s]://host[:port]` in lower case, with no path.
+    public static func originProblem(_ origin: String) -> String? {
+        if origin == "*" { return nil }
+        let parts = origin.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0] == "https" || parts[0] == "http" else { return "must start with https:// or http://" }
+        let authority = parts[1]
+        guard !authority.isEmpty, !authority.contains(where: { "/?#@ ".contains($0) }) else {
+            return "must be scheme://host[:port], with no path, query or user (as a browser's Origin header)"
+        }
+        guard authority == authority.lowercased() else { return "must be in lower case (as a browser's Origin header)" }
+        return nil
+    }
 }
 
 /// Every App ID the connector serves, looked up by `app_id`.
@@ -97,6 +114,21 @@ public struct AppRegistry: Sendable, Equatable {
                 }
                 ar.report(contentsOf: MessageValidator().validateSections(extra, path: "\(path).extra_options"))
             }
+            var origins: [String] = []
+            if let list = ar.optionalArray("allowed_origins") {
+                for (index, value) in list.enumerated() {
+                    let field = "\(path).allowed_origins[\(index)]"
+                    guard let origin = value.stringValue else {
+                        ar.report(ContractIssue(.wrongType, field: field, "must be a string, got \(value.kindDescription)"))
+                        continue
+                    }
+                    if let problem = AppConfiguration.originProblem(origin) {
+                        ar.report(ContractIssue(.invalidValue, field: field, "\"\(origin)\" \(problem)"))
+                    } else {
+                        origins.append(origin)
+                    }
+                }
+            }
             var rate: Int?
             if let value = o["rate_limit_per_minute"], value != .null {
                 if case .int(let n) = value, (1...Int64(AppConfiguration.maxRateLimitPerMinute)).contains(n) { rate = Int(n) } else {
@@ -109,9 +141,11 @@ public struct AppRegistry: Sendable, Equatable {
             }
             r.report(contentsOf: ar.issues)
             if let appID, let projectID, let credentials {
-                apps.append(AppConfiguration(appID: appID, projectID: projectID, credentialsFile: credentials,
-                                             defaultMessageType: type, defaultPayload: payload, extraOptions: extra,
-                                             rateLimitPerMinute: rate))
+                var app = AppConfiguration(appID: appID, projectID: projectID, credentialsFile: credentials,
+                                           defaultMessageType: type, defaultPayload: payload, extraOptions: extra,
+                                           rateLimitPerMinute: rate)
+                app.allowedOrigins = origins
+                apps.append(app)
             }
         }
         guard r.issues.isEmpty else { throw ContractError(document: "App ID configuration", issues: r.issues) }
