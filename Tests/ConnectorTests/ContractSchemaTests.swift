@@ -151,9 +151,17 @@ func contractCheck(_ arguments: [String]) throws -> (Int32, String) {
 
 /// Runs `python3 SCRIPT ARGUMENTS`: its exit code and everything it printed (stdout and stderr).
 func runPython(_ script: String, _ arguments: [String]) throws -> (Int32, String) {
+    try runTool("python3", [script] + arguments)
+}
+
+/// Runs `TOOL ARGUMENTS` found on PATH (with `environment` added): its exit code and everything
+/// it printed (stdout and stderr together).
+func runTool(_ tool: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> (Int32, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", script] + arguments
+    process.arguments = [tool] + arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
