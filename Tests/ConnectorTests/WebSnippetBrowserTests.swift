@@ -47,8 +47,8 @@ import Testing
         // onMessage(messaging, payload): the MessagePayload of a notification message.
         const foreground = { from: "1234", messageId: "m-1", notification: { title: "T", body: "B" },
                              data: { mn_message_id: "\(id)", "pushdata.promo": "X" } };
-        // notificationclick in the service worker, on a notification the SDK displayed.
-        const click = { notification: { data: { FCM_MSG: { data: { mn_message_id: "\(id)" }, notification: { title: "T" } } } } };
+        // notificationclick in the service worker, on a notification the SDK displayed: event.notification.
+        const click = { title: "T", data: { FCM_MSG: { data: { mn_message_id: "\(id)" }, notification: { title: "T" } } } };
         const events = new PushEvents({ endpoint: "\(endpoint)", appId: "shop-android", storageKey: "test-\(id)" });
         const ids = [messageIdFrom(foreground), messageIdFrom(click)];
         await events.report("open", ids[0]);

@@ -14,18 +14,20 @@
 //   503, network kept, and retried after Retry-After (else 5 s, doubling to 5 min)
 // Each event carries an event_id, so that a batch sent twice (an answer lost) counts once.
 
-/** The mn_message_id of a push as the Firebase JS SDK hands it over, or null. */
-export function messageIdFrom(payload) {
-  if (!payload) return null;
-  // onMessage / onBackgroundMessage: the MessagePayload, data in payload.data.
-  if (payload.data && typeof payload.data.mn_message_id === "string") return payload.data.mn_message_id;
-  // notificationclick in the service worker, for a notification the SDK displayed:
-  // event.notification.data holds the original message under FCM_MSG.
-  const fcm = payload.FCM_MSG || (payload.notification && payload.notification.data && payload.notification.data.FCM_MSG);
-  if (fcm && fcm.data && typeof fcm.data.mn_message_id === "string") return fcm.data.mn_message_id;
-  // A notification you displayed yourself with showNotification(title, { data: payload.data }).
-  if (payload.notification && payload.notification.data && typeof payload.notification.data.mn_message_id === "string") {
-    return payload.notification.data.mn_message_id;
+/**
+ * The mn_message_id of a push as the Firebase JS SDK hands it over, or null. Takes the
+ * MessagePayload of onMessage / onBackgroundMessage (`payload.data`), the Notification of a
+ * notificationclick / notificationclose event (`event.notification`: its `data` is the original
+ * message under FCM_MSG when the SDK displayed it, or what you gave showNotification), or the
+ * event itself.
+ */
+export function messageIdFrom(source) {
+  if (!source) return null;
+  for (const data of [source.data, source.notification && source.notification.data]) {
+    if (!data) continue;
+    if (typeof data.mn_message_id === "string") return data.mn_message_id;
+    const fcm = data.FCM_MSG;
+    if (fcm && fcm.data && typeof fcm.data.mn_message_id === "string") return fcm.data.mn_message_id;
   }
   return null;
 }
