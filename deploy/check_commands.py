@@ -79,7 +79,14 @@ def compose():
                 for directory, _, files in os.walk(src):
                     for f in files:
                         relative = os.path.relpath(os.path.join(directory, f), src)
-                        write_file(under_root(target) + "/" + relative, open(os.path.join(directory, f)).read())
+                        with open(os.path.join(directory, f), "rb") as source_file:
+                            data = source_file.read()
+                        try:
+                            write_file(under_root(target) + "/" + relative, data.decode("utf-8"))
+                        except UnicodeDecodeError:  # not text (a build product): copied as it is
+                            os.makedirs(os.path.dirname(under_root(target) + "/" + relative), exist_ok=True)
+                            with open(under_root(target) + "/" + relative, "wb") as copy:
+                                copy.write(data)
             elif source == "dev-secrets" and source not in volumes_made:
                 # What the init service does, run here: deploy/compose/init.sh.
                 env = dict(os.environ, SECRETS_DIR=under_root(target), TOOLS_DIR=os.path.join(REPO, "scripts"),
