@@ -49,4 +49,24 @@ import Testing
         (code, _, err) = await runCLI(["events", "dlq", "list", "--code", "STORE_FAILED", "--check"])
         #expect(code == 0, "\(err)")
     }
+
+    /// One duration grammar for every option that takes a time: units, sums, bare seconds.
+    @Test func everyDurationOptionTakesOneGrammar() async throws {
+        let folder = try AppFolder()
+        #expect(DurationText.seconds("90s") == 90 && DurationText.seconds("15m") == 900 && DurationText.seconds("36h") == 129_600)
+        #expect(DurationText.seconds("7d") == 604_800 && DurationText.seconds("7D") == 604_800 && DurationText.seconds("1h30m") == 5_400)
+        #expect(DurationText.seconds("30") == 30, "bare seconds, as before")
+        for bad in ["", "2M", "1.5h", "h", "-5", "5x", "99999999999999999999d"] { #expect(DurationText.seconds(bad) == nil, "\(bad)") }
+        #expect(DurationText.maxAge("7d") == "7D" && DurationText.maxAge("36h") == "36h" && DurationText.maxAge("1M") == "1M")
+
+        var (code, out, err) = await runCLI(["worker", "--config", folder.appsFile, "--shutdown-deadline", "2m",
+                                             "--max-age", "36h", "--retry-base-delay", "5", "--heartbeat", "15s", "--check"])
+        #expect(code == 0 && out.contains("2m") && out.contains("36h"), "\(out) \(err)")
+        (code, _, err) = await runCLI(["worker", "--config", folder.appsFile, "--shutdown-deadline", "2M", "--check"])
+        #expect(code == 2 && err.contains("--shutdown-deadline must be a duration such as 90s, 15m, 2h or 7d"), "\(err)")
+        (code, _, err) = await runCLI(["dlq", "list", "--older-than", "7D", "--check"])
+        #expect(code == 0, "7D, the results retention's spelling, works for the DLQ filters too: \(err)")
+        (code, out, _) = await runCLI(["topology", "definitions", "--results-max-age", "7d"])
+        #expect(code == 0 && out.contains(#""x-max-age" : "7D""#) || out.contains(#""x-max-age": "7D""#), "the same stream argument as before")
+    }
 }

@@ -58,7 +58,7 @@ struct AppFolder {
         #expect(a.value("--max-attempts") == "5")     // file over default
         #expect(a.sources["--max-attempts"] == .settingsFile)
         #expect(a.has("--no-declare"))                // a flag from the file
-        #expect(a.value("--retry-base-delay") == "5") // the documented default
+        #expect(a.value("--retry-base-delay") == "5s") // the documented default
         #expect(a.sources["--retry-base-delay"] == .defaultValue)
         // An environment "false" beats the file's true.
         let off = try ParsedArguments(["--config", folder.appsFile], spec: WorkerCommand.spec,

@@ -48,7 +48,8 @@ import Testing
         #expect(DeadLetterFilter.parseDuration("7d") == 604_800)
         #expect(DeadLetterFilter.parseDuration("1h30m") == 5400)
         #expect(DeadLetterFilter.parseDuration("45s") == 45)
-        for bad in ["", "30", "m", "2x", "-1h", "0m", "1.5h", "h2"] { #expect(DeadLetterFilter.parseDuration(bad) == nil, "\(bad)") }
+        #expect(DeadLetterFilter.parseDuration("30") == 30, "bare seconds, as the other duration options take")
+        for bad in ["", "m", "2x", "-1h", "0m", "1.5h", "h2", "2M"] { #expect(DeadLetterFilter.parseDuration(bad) == nil, "\(bad)") }
     }
 
     @Test func filterCombinesFieldsWithAndAndValuesWithOr() {

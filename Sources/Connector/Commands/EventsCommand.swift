@@ -33,8 +33,8 @@ public struct EventsCommand: Command {
                    .integer(1...1_000_000)),
             .value("--max-connections-per-ip", "N", "open HTTP connections from one address at most (0: no limit)",
                    default: "64", .integer(0...1_000_000)),
-            .value("--request-deadline-s", "N", "a whole request must arrive within N seconds, else the connection is cut",
-                   default: "30", .integer(1...3600)),
+            .value("--request-deadline-s", "DURATION", "a whole request must arrive within this long, else the connection is cut",
+                   default: "30s", .seconds(1...3600)),
             .value("--publishers", "N", "broker connections publishing events", default: "2", .integer(1...32)),
             .value("--batch-size", "N", "records per transaction", default: "500", .integer(1...10_000)),
             .value("--batch-delay-ms", "N", "wait at most this long for a batch to fill", default: "50", .integer(0...10_000)),
@@ -69,7 +69,7 @@ public struct EventsCommand: Command {
             http.threads = a.integer("--http-threads")
             http.connectionLimit = a.int("--max-connections") ?? http.connectionLimit
             http.perIPConnectionLimit = a.integer("--max-connections-per-ip")
-            http.requestDeadline = .seconds(a.integer("--request-deadline-s"))
+            http.requestDeadline = .seconds(a.requiredSeconds("--request-deadline-s"))
             configuration.http = http
         }
         if let admin = a.value("--admin-http").flatMap(HostPort.init) {

@@ -9,7 +9,7 @@ public struct HealthCommand: Command {
         Meant for a Dockerfile HEALTHCHECK or an exec probe: the image has no curl.
         """,
         options: [
-            .value("--timeout", "S", "give up after S seconds", default: "5", .integer(1...300), setting: false),
+            .value("--timeout", "DURATION", "give up after this long", default: "5s", .seconds(1...300), setting: false),
             .value("--ca-file", "FILE", "CA bundle to verify an https:// URL with (default: the system's)", .readableFile,
                    setting: false),
         ],
@@ -24,7 +24,7 @@ public struct HealthCommand: Command {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw UsageError("health: URL must start with http:// or https://, got \"\(url)\"")
         }
-        timeout = arguments.integer("--timeout")
+        timeout = arguments.requiredSeconds("--timeout")
         caFile = arguments.value("--ca-file")
     }
 

@@ -27,8 +27,8 @@ public struct ResultsCommand: Command {
             .value("--job-id", "ID", "print only results of this job", setting: false),
             .value("--count", "N", "stop after N matching results; exit 1 if fewer arrived", .integer(1...100_000_000), setting: false),
             .flag("--follow", "keep reading new results until --count is reached or the process is stopped", setting: false),
-            .value("--timeout", "SECONDS", "without --follow: stop once no result arrived for this long", default: "5",
-                   .integer(1...86_400), setting: false),
+            .value("--timeout", "DURATION", "without --follow: stop once no result arrived for this long", default: "5s",
+                   .seconds(1...86_400), setting: false),
             .flag("--json", "JSON Lines even on a terminal", setting: false),
             .flag("--summary", "at the end, one line on standard error: results read, results printed, and whether\n"
                 + "the broker filtered by --app-id (RabbitMQ 3.13 and later) or every result was read", setting: false),
@@ -45,14 +45,14 @@ public struct ResultsCommand: Command {
         query.jobID = arguments.value("--job-id")
         self.query = query
         _ = try arguments.integer("--count", in: "results", default: 1, range: 1...100_000_000)
-        _ = try arguments.integer("--timeout", in: "results", default: 5, range: 1...86_400)
+        _ = arguments.requiredSeconds("--timeout")
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "results")
         let topology = try CommonOptions.topology(arguments, command: "results")
         let count = arguments.value("--count") == nil ? nil : try arguments.integer("--count", in: "results", default: 1, range: 1...100_000_000)
-        let idle: Duration? = arguments.has("--follow") ? nil : .seconds(try arguments.integer("--timeout", in: "results", default: 5, range: 1...86_400))
+        let idle: Duration? = arguments.has("--follow") ? nil : .seconds(arguments.requiredSeconds("--timeout"))
         let asJSON = arguments.has("--json") || isatty(STDOUT_FILENO) != 1
         let reader: StreamReader
         do {

@@ -20,8 +20,8 @@ public struct WorkerCommand: Command {
         """,
         options: [
             .value("--config", "FILE", "App ID file (credentials_file paths are relative to its directory)", .nonEmpty),
-            .value("--config-poll", "S", "look for a changed App ID or credentials file every S seconds (0: only on SIGHUP)",
-                   default: "5", .integer(0...3600)),
+            .value("--config-poll", "DURATION", "look for a changed App ID or credentials file this often (0: only on SIGHUP)",
+                   default: "5s", .seconds(0...3600)),
         ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + CommonOptions.resultsRetentionOptions + [
             .value("--prefetch", "N", "unacked jobs per lane at most (default: --max-in-flight / --lanes, so that latency\n"
                    + "does not cap the sends in flight; a job holds its slot until its results are confirmed)",
@@ -32,18 +32,18 @@ public struct WorkerCommand: Command {
                    default: "0", .integer(0...(1 << 30))),
             .value("--lanes", "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
             .value("--max-attempts", "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
-            .value("--retry-base-delay", "S", "first backoff delay in seconds (doubles each attempt, ±20 % jitter)",
-                   default: "5", .integer(1...86_400)),
-            .value("--max-age", "S", "dead-letter a job failing for longer than this", default: "86400", .integer(1...2_592_000)),
-            .value("--shutdown-deadline", "S", "seconds to finish in-flight work on SIGTERM", default: "30", .integer(0...3600)),
+            .value("--retry-base-delay", "DURATION", "first backoff delay (doubles each attempt, ±20 % jitter)",
+                   default: "5s", .seconds(1...86_400)),
+            .value("--max-age", "DURATION", "dead-letter a job failing for longer than this", default: "24h", .seconds(1...2_592_000)),
+            .value("--shutdown-deadline", "DURATION", "time to finish in-flight work on SIGTERM", default: "30s", .seconds(0...3600)),
             .value("--max-job-bytes", "N", "larger job bodies are dead-lettered unparsed as INVALID_JOB",
                    default: String(JobProcessor.defaultMaxJobBytes), .integer(1_024...(64 << 20))),
-            .value("--quota-refresh", "S", "count the job queue's consumers every S seconds and take this process's share of "
-                   + "each project's quota; a 429 pauses the project on every worker (0: alone, no sharing)", default: "5", .integer(0...3600)),
+            .value("--quota-refresh", "DURATION", "count the job queue's consumers this often and take this process's share of "
+                   + "each project's quota; a 429 pauses the project on every worker (0: alone, no sharing)", default: "5s", .seconds(0...3600)),
             .value("--urgent-in-flight", "N", "FCM requests reserved for high-priority jobs (the urgent queue <prefix>.jobs.high),\n"
                    + "on top of --max-in-flight; also the urgent lane's prefetch", default: "100", .integer(1...10_000)),
-            .value("--min-quota-pause", "S", "shortest pause of a project after a 429, whatever its Retry-After", default: "60",
-                   .integer(1...3600)),
+            .value("--min-quota-pause", "DURATION", "shortest pause of a project after a 429, whatever its Retry-After", default: "60s",
+                   .seconds(1...3600)),
             .value("--http", "HOST:PORT", "serve /healthz, /readyz and /metrics there (default: off)", .hostPort),
             CommonOptions.logLevel,
             CommonOptions.logFormat,

@@ -35,14 +35,14 @@ struct WorkerPlan {
         fcm = try CommonOptions.fcmConfiguration(a, context, command: "worker")
         policy = RetryPolicy()
         policy.maxAttempts = a.integer("--max-attempts")
-        policy.baseDelay = .seconds(a.integer("--retry-base-delay"))
-        policy.maxAge = .seconds(a.integer("--max-age"))
+        policy.baseDelay = .seconds(a.requiredSeconds("--retry-base-delay"))
+        policy.maxAge = .seconds(a.requiredSeconds("--max-age"))
         policy.maxDelay = .seconds(topology.retryTiers.last?.delaySeconds ?? 3600)
         worker = SendWorker.Configuration(settings: settings, topology: topology)
         worker.lanes = a.integer("--lanes")
         worker.prefetch = a.int("--prefetch").map(UInt16.init)
             ?? SendWorker.defaultPrefetch(maxInFlight: fcm.transport.maxInFlight, lanes: worker.lanes)
-        worker.shutdownDeadline = .seconds(a.integer("--shutdown-deadline"))
+        worker.shutdownDeadline = .seconds(a.requiredSeconds("--shutdown-deadline"))
         maxJobBytes = a.integer("--max-job-bytes")
         worker.prefetchBytes = a.integer("--prefetch-bytes")
         worker.largestJob = maxJobBytes
@@ -51,12 +51,12 @@ struct WorkerPlan {
         http = a.value("--http").flatMap(HostPort.init)
         configPath = try a.required("--config", in: "worker")
         registry = try AppConfigurationFile.load(configPath)
-        let poll = a.integer("--config-poll")
+        let poll = a.requiredSeconds("--config-poll")
         configPoll = poll > 0 ? .seconds(poll) : nil
         declareTopology = !a.has("--no-declare")
-        let refresh = a.integer("--quota-refresh")
+        let refresh = a.requiredSeconds("--quota-refresh")
         quotaRefresh = refresh > 0 ? .seconds(refresh) : nil
-        fcm.rateLimit.minimumQuotaPause = .seconds(a.integer("--min-quota-pause"))
+        fcm.rateLimit.minimumQuotaPause = .seconds(a.requiredSeconds("--min-quota-pause"))
         urgentInFlight = a.integer("--urgent-in-flight")
         urgentWorker = worker
         urgentWorker.urgent = true

@@ -18,7 +18,7 @@ public enum CommonOptions {
                ValueKind { p in !p.isEmpty && p.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) ? nil : "must be a non-empty name without spaces" }),
         .value("--retry-tiers", "LIST", "retry delay tiers in seconds", default: "5,30,120,600,3600",
                ValueKind { retryTiers($0) == nil ? "must be whole seconds from 1 to 4294967 separated by commas" : nil }),
-        .value("--heartbeat", "SECONDS", "AMQP heartbeat (default 30, or the URL's ?heartbeat=)", .integer(0...600)),
+        .value("--heartbeat", "DURATION", "AMQP heartbeat (default 30s, or the URL's ?heartbeat=)", .seconds(0...600)),
     ]
 
     /// `brokerOptions` for a command that names exchanges and queues but no retry tier (it
@@ -27,8 +27,8 @@ public enum CommonOptions {
     /// Retention of the results stream, for the commands that declare it (applied when the stream
     /// is created; RabbitMQ refuses to redeclare it with other values).
     public static let resultsRetentionOptions: [OptionSpec] = [
-        .value("--results-max-age", "AGE", "results stream retention by age when it is created: a number and\nY, M, D, h, m or s",
-               default: "7D", ValueKind { Topology.ResultsRetention.isValidMaxAge($0) ? nil : "must be a whole number and one of Y, M, D, h, m, s (e.g. 7D, 36h)" }),
+        .value("--results-max-age", "DURATION", "results stream retention by age when it is created (7d, 36h; or RabbitMQ's\nx-max-age: a number and Y, M months, D, h, m or s)",
+               default: "7D", ValueKind { DurationText.maxAge($0) == nil ? "must be a duration such as 7d or 36h (or RabbitMQ's 7D, 1M, 1Y)" : nil }),
         .value("--results-max-bytes", "N", "results stream retention by size in bytes", default: "20000000000",
                ValueKind { (Int64($0) ?? 0) >= 1_000_000 ? nil : "must be a whole number of bytes, at least 1000000" }),
     ]
@@ -39,8 +39,8 @@ public enum CommonOptions {
         .value("--ca-file", "FILE", "CA bundle to trust for FCM (e.g. the emulator's dev CA); TLS verification is always on",
                .readableFile),
         .value("--max-in-flight", "N", "FCM requests in flight per process", default: "2000", .integer(1...100_000)),
-        .value("--request-timeout", "SECONDS", "longest wait for FCM's answer to one request; a request sent whole that\n"
-               + "times out is retried and marked possibly delivered", default: "30", .integer(1...600)),
+        .value("--request-timeout", "DURATION", "longest wait for FCM's answer to one request; a request sent whole that\n"
+               + "times out is retried and marked possibly delivered", default: "30s", .seconds(1...600)),
         .value("--fcm-transport", "KIND", "HTTP/2 client for FCM sends: nghttp2 (libnghttp2 directly) | curl (libcurl)",
                default: "nghttp2", .choice(FCMTransportKind.allCases.map(\.rawValue))),
         .flag("--allow-insecure-http", "allow http:// for --fcm-url and token_uri beyond loopback (127.0.0.0/8, ::1, localhost)"),
@@ -77,7 +77,7 @@ public enum CommonOptions {
             guard settings.tls != nil else { throw UsageError("\(command): --amqp-ca-file needs an amqps:// URL") }
             settings.tls?.caFile = ca
         }
-        settings.heartbeatSeconds = a.int("--heartbeat") ?? settings.heartbeatSeconds
+        settings.heartbeatSeconds = a.seconds("--heartbeat") ?? settings.heartbeatSeconds
         return settings
     }
 
@@ -102,10 +102,10 @@ public enum CommonOptions {
         }
         var retention = Topology.ResultsRetention()
         if let age = a.value("--results-max-age") {
-            guard Topology.ResultsRetention.isValidMaxAge(age) else {
-                throw UsageError("\(command): --results-max-age must be a whole number and one of Y, M, D, h, m, s (e.g. 7D, 36h), got \"\(age)\"")
+            guard let maxAge = DurationText.maxAge(age) else {
+                throw UsageError("\(command): --results-max-age must be a duration such as 7d or 36h (or RabbitMQ's 7D, 1M, 1Y), got \"\(age)\"")
             }
-            retention.maxAge = age
+            retention.maxAge = maxAge
         }
         if let text = a.value("--results-max-bytes") {
             guard let bytes = Int64(text), bytes >= 1_000_000 else {
@@ -139,7 +139,7 @@ public enum CommonOptions {
         }
         c.transport.caFile = a.value("--ca-file")
         c.transport.maxInFlight = a.int("--max-in-flight") ?? c.transport.maxInFlight
-        c.transport.requestTimeout = .seconds(a.int("--request-timeout") ?? 30)
+        c.transport.requestTimeout = .seconds(a.seconds("--request-timeout") ?? 30)
         if let kind = a.value("--fcm-transport") {
             guard let parsed = FCMTransportKind(rawValue: kind) else {
                 throw UsageError("\(command): --fcm-transport must be nghttp2 or curl, got \"\(kind)\"")

@@ -43,32 +43,9 @@ public struct DeadLetterFilter: Sendable, Equatable {
         return true
     }
 
-    /// Parses `90s`, `30m`, `2h`, `7d`, `1w` and sums such as `1h30m`; nil for anything else
-    /// (a bare number, a zero or negative total, an unknown unit).
+    /// Seconds of a positive duration in the command line's grammar (`DurationText`: `90s`,
+    /// `30m`, `2h`, `7d`, `1w`, `1h30m`, bare seconds); nil for anything else.
     public static func parseDuration(_ text: String) -> Double? {
-        var total = 0.0
-        var number = ""
-        var sawUnit = false
-        for character in text {
-            if character.isASCII, character.isNumber {
-                number.append(character)
-                continue
-            }
-            let unit: Double
-            switch character {
-            case "s": unit = 1
-            case "m": unit = 60
-            case "h": unit = 3600
-            case "d": unit = 86_400
-            case "w": unit = 604_800
-            default: return nil
-            }
-            guard let value = Int(number) else { return nil }
-            total += Double(value) * unit
-            number = ""
-            sawUnit = true
-        }
-        guard number.isEmpty, sawUnit, total > 0 else { return nil }
-        return total
+        DurationText.seconds(text).flatMap { $0 > 0 ? Double($0) : nil }
     }
 }
