@@ -69,4 +69,57 @@ import Testing
         (code, out, _) = await runCLI(["topology", "definitions", "--results-max-age", "7d"])
         #expect(code == 0 && out.contains(#""x-max-age" : "7D""#) || out.contains(#""x-max-age": "7D""#), "the same stream argument as before")
     }
+
+    /// Durations below a second take the same grammar: `50ms`, `1s500ms`; a bare number stays seconds.
+    @Test func millisecondsTakeTheSameGrammar() {
+        #expect(DurationText.milliseconds("50ms") == 50 && DurationText.milliseconds("1s500ms") == 1_500)
+        #expect(DurationText.milliseconds("2") == 2_000 && DurationText.milliseconds("1m") == 60_000, "m is minutes, ms milliseconds")
+        #expect(DurationText.seconds("1500ms") == nil && DurationText.seconds("2000ms") == 2, "seconds options take whole seconds")
+        for bad in ["ms", "5M", "5mss", "1.5s", "5 ms"] { #expect(DurationText.milliseconds(bad) == nil, "\(bad)") }
+    }
+
+    /// Units live in values, not names (issue 31): `--request-deadline-s` and `--batch-delay-ms`
+    /// were renamed; the old names are still read from every source, translated, with a warning.
+    @Test func aRenamedOptionIsStillReadUnderItsFormerNameWithAWarning() async throws {
+        let spec = EventsCommand.spec
+        var parsed = try ParsedArguments(["--batch-delay-ms", "20", "--request-deadline-s", "45"], spec: spec, environment: [:])
+        #expect(parsed.value("--batch-delay") == "20ms" && parsed.requiredMilliseconds("--batch-delay") == 20)
+        #expect(parsed.requiredSeconds("--request-deadline") == 45)
+        #expect(parsed.deprecations == ["--batch-delay-ms is deprecated and will be removed: use --batch-delay (20 reads as 20ms)",
+                                        "--request-deadline-s is deprecated and will be removed: use --request-deadline"], "\(parsed.deprecations)")
+        parsed = try ParsedArguments([], spec: spec, environment: ["PUSH_CONNECTOR_BATCH_DELAY_MS": "7"])
+        #expect(parsed.requiredMilliseconds("--batch-delay") == 7 && parsed.deprecations.first?.hasPrefix("PUSH_CONNECTOR_BATCH_DELAY_MS (environment) is deprecated") == true)
+        let folder = try temporaryDirectory()
+        let settings = folder + "/settings.json"
+        try #"{"batch_delay_ms": 9}"#.write(toFile: settings, atomically: true, encoding: .utf8)
+        parsed = try ParsedArguments(["--settings", settings], spec: spec, environment: [:], knownKeys: PushConnectorTool.settingKeys)
+        #expect(parsed.requiredMilliseconds("--batch-delay") == 9 && parsed.deprecations.first?.contains("batch_delay_ms is deprecated") == true)
+        parsed = try ParsedArguments(["--batch-delay", "5ms"], spec: spec, environment: ["PUSH_CONNECTOR_BATCH_DELAY_MS": "7"])
+        #expect(parsed.requiredMilliseconds("--batch-delay") == 5 && parsed.deprecations.isEmpty, "the new name wins, nothing to warn of")
+        #expect(parsed.requiredMilliseconds("--batch-delay") == 5)
+
+        var (code, _, err) = await runCLI(["events", "--no-consume", "--http", "127.0.0.1:0", "--batch-delay-ms", "20", "--check"])
+        #expect(code == 0 && err.contains("push-connector events: warning: --batch-delay-ms is deprecated"), "\(err)")
+        (code, _, err) = await runCLI(["events", "--no-consume", "--http", "127.0.0.1:0", "--batch-delay", "5ms", "--batch-delay-ms", "5", "--check"])
+        #expect(code == 2 && err.contains("--batch-delay given twice"), "\(err)")
+        (code, _, err) = await runCLI(["events", "--no-consume", "--http", "127.0.0.1:0", "--batch-delay", "50", "--check"])
+        #expect(code == 2 && err.contains("--batch-delay must be a duration such as 50ms"), "a bare number is seconds, as everywhere: \(err)")
+        let help = await runCLI(["events", "--help"]).1
+        #expect(help.contains("formerly --batch-delay-ms, still read"), "\(help)")
+    }
+
+    /// A command lists only the options it uses: nothing of the DLQ, cancel, pause, send or
+    /// results commands reads retry tiers.
+    @Test func commandsThatUseNoRetryTierDoNotTakeRetryTiers() async {
+        let commands = [["dlq", "stats"], ["dlq", "list"], ["dlq", "replay"], ["dlq", "export"], ["dlq", "import"], ["dlq", "purge"],
+                        ["events", "dlq", "list"], ["events", "dlq", "replay"], ["cancel"], ["pause"], ["send"], ["results"]]
+        for words in commands {
+            let (code, _, err) = await runCLI(words + ["--retry-tiers", "5", "--check"])
+            #expect(code == 2 && err.contains("unknown option --retry-tiers"), "\(words): \(err)")
+            let help = await runCLI(words + ["--help"]).1
+            #expect(!help.contains("--retry-tiers"), "\(words)")
+        }
+        let (workerHelp, declareHelp) = (await runCLI(["worker", "--help"]).1, await runCLI(["topology", "declare", "--help"]).1)
+        #expect(workerHelp.contains("--retry-tiers") && declareHelp.contains("--retry-tiers"))
+    }
 }

@@ -188,7 +188,7 @@ final class PipelineFixture: Sendable {
         }
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
         process.arguments = ["events", "--no-http", "--db", db, "--amqp-url", broker.url, "--prefix", topology.prefix,
-                             "--retry-tiers", "1", "--no-declare", "--batch-size", "100", "--batch-delay-ms", "5", "--log-level", "warn"]
+                             "--retry-tiers", "1", "--no-declare", "--batch-size", "100", "--batch-delay", "5ms", "--log-level", "warn"]
         process.environment = ["PATH": "/usr/bin:/bin"]
         try process.run()
         return process

@@ -32,6 +32,9 @@ public struct CommandSpec: Sendable {
 
     public func option(_ name: String) -> OptionSpec? { options.first { $0.name == name } }
 
+    /// The option that was called `name` before a rename.
+    public func option(formerlyNamed name: String) -> OptionSpec? { options.first { $0.formerName?.name == name } }
+
     /// `--settings FILE` (env `PUSH_CONNECTOR_SETTINGS`), on every command.
     static let settingsOption = OptionSpec.value(
         "--settings", "FILE", "JSON object of settings keyed by option name without dashes ({\"amqp_url\": …, \"prefetch\": 100});\n"
@@ -65,6 +68,8 @@ public struct ParsedArguments: Sendable {
     public internal(set) var sources: [String: OptionSource] = [:]
     /// The settings file used, if any.
     public internal(set) var settingsFile: String?
+    /// One warning per value given under an option's former name (the caller prints them).
+    public internal(set) var deprecations: [String] = []
     public let spec: CommandSpec
 
     /// The command line alone (no environment, no settings file, no defaults).
@@ -87,6 +92,8 @@ public struct ParsedArguments: Sendable {
                 name = String(argument[..<eq])
                 inline = String(argument[argument.index(after: eq)...])
             }
+            var former: String?
+            if spec.option(name) == nil, let renamed = spec.option(formerlyNamed: name) { (former, name) = (name, renamed.name) }
             guard let option = spec.option(name) else { throw UsageError("\(spec.name): unknown option \(name) (see --help)") }
             sources[name] = .commandLine
             if option.arity == .flag {
@@ -94,11 +101,15 @@ public struct ParsedArguments: Sendable {
                 flags.insert(name)
                 continue
             }
-            let value: String
+            var value: String
             if let inline { value = inline } else {
-                guard i < arguments.count else { throw UsageError("\(spec.name): \(name) needs a value") }
+                guard i < arguments.count else { throw UsageError("\(spec.name): \(former ?? name) needs a value") }
                 value = arguments[i]
                 i += 1
+            }
+            if let former, let formerName = option.formerName {
+                deprecations.append(option.deprecation(at: former, value: value))
+                value = formerName.translate(value)
             }
             if option.arity != .repeatable, values[name] != nil { throw UsageError("\(spec.name): \(name) given twice") }
             if let problem = option.kind.problem(value) {

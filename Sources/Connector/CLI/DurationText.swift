@@ -1,31 +1,42 @@
 import AMQP
 
 /// The one duration grammar of the command line: whole numbers with a unit, one or more
-/// (`90s`, `15m`, `36h`, `7d`, `2w`, `1h30m`), or a bare number of seconds (what the options
-/// took before they took units). `D`, `H` and `S` are read as `d`, `h` and `s`; `M` is refused
-/// (minutes or months?). Pure.
+/// (`90s`, `15m`, `36h`, `7d`, `2w`, `1h30m`, `50ms`), or a bare number of seconds (what the
+/// options took before they took units; deprecated). `D`, `H` and `S` are read as `d`, `h` and
+/// `s`; `M` is refused (minutes or months?). Pure.
 public enum DurationText {
-    /// Seconds per unit.
-    static let units: [Character: Int] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800]
+    /// Milliseconds per unit (`ms` is read before `m`).
+    static let units: [String: Int] = ["ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000]
 
-    /// The whole seconds `text` says, nil when it is not a duration.
+    /// The whole seconds `text` says, nil when it is not a duration of whole seconds.
     public static func seconds(_ text: String) -> Int? {
-        if let bare = Int(text) { return bare >= 0 ? bare : nil }
-        var total = 0, number = "", sawUnit = false
-        for character in text {
-            if character.isASCII, character.isNumber {
-                number.append(character)
-                continue
-            }
-            let unit = character == "M" ? nil : units[Character(character.lowercased())]
-            guard let unit, let value = Int(number), value <= Int.max / unit / 2 else { return nil }
+        guard let milliseconds = milliseconds(text), milliseconds % 1_000 == 0 else { return nil }
+        return milliseconds / 1_000
+    }
+
+    /// The milliseconds `text` says (`50ms`, `1s`, `1s500ms`, a bare number of seconds), nil
+    /// when it is not a duration.
+    public static func milliseconds(_ text: String) -> Int? {
+        if let bare = Int(text) {
+            guard bare >= 0, bare <= Int.max / 2_000 else { return nil }
+            return bare * 1_000
+        }
+        var total = 0, sawUnit = false
+        var rest = Substring(text)
+        while !rest.isEmpty {
+            let digits = rest.prefix(while: { $0.isASCII && $0.isNumber })
+            rest = rest.dropFirst(digits.count)
+            let letters = rest.prefix(while: { $0.isASCII && $0.isLetter })
+            rest = rest.dropFirst(letters.count)
+            // `M` alone is refused: minutes or months?
+            let unit = letters == "M" ? nil : units[letters.lowercased()]
+            guard let unit, let value = Int(digits), value <= Int.max / unit / 2 else { return nil }
             let (sum, overflow) = total.addingReportingOverflow(value * unit)
             guard !overflow else { return nil }
             total = sum
-            number = ""
             sawUnit = true
         }
-        return number.isEmpty && sawUnit ? total : nil
+        return sawUnit ? total : nil
     }
 
     /// The `x-max-age` RabbitMQ reads (`7D`, `36h`, `90s`) for `text`: RabbitMQ's own syntax as
@@ -54,9 +65,29 @@ extension ValueKind {
     }
 }
 
+extension ValueKind {
+    /// A duration (`DurationText`) within `range` milliseconds: `50ms`, `1s`.
+    public static func milliseconds(_ range: ClosedRange<Int>) -> ValueKind {
+        ValueKind { text in
+            guard let milliseconds = DurationText.milliseconds(text), range.contains(milliseconds) else {
+                return "must be a duration such as 50ms or 2s from \(range.lowerBound) ms to \(range.upperBound) ms"
+            }
+            return nil
+        }
+    }
+}
+
 extension ParsedArguments {
     /// The seconds of a `.seconds` option, nil when absent (the value was checked at parse).
     public func seconds(_ name: String) -> Int? { value(name).flatMap(DurationText.seconds) }
+
+    /// The milliseconds of a `.milliseconds` option declared with a default: always present.
+    public func requiredMilliseconds(_ name: String) -> Int {
+        guard let milliseconds = value(name).flatMap(DurationText.milliseconds) else {
+            preconditionFailure("\(spec.name): \(name) is not a duration option with a default")
+        }
+        return milliseconds
+    }
 
     /// The seconds of a `.seconds` option declared with a default: always present.
     public func requiredSeconds(_ name: String) -> Int {

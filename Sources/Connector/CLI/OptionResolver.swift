@@ -24,7 +24,7 @@ struct OptionResolver {
         parsed.settingsFile = settingsPath
         let file = try settingsPath.map { path throws(UsageError) in try SettingsFile.load(path, command: command) } ?? [:]
         if let settingsPath {
-            let mine = Set(spec.options.filter(\.isSetting).map(\.key))
+            let mine = Set(spec.options.filter(\.isSetting).flatMap(\.keys))
             for key in file.keys.sorted() where !mine.contains(key) {
                 if knownKeys.contains(key) { continue }  // another command's setting: this one ignores it
                 let hint = spec.options.contains { $0.key == key } ? "is command line only" : "is not a push-connector setting"
@@ -33,12 +33,20 @@ struct OptionResolver {
         }
         try refuseUnknownVariables()
         for option in spec.options where option.isSetting && parsed.sources[option.name] == nil {
+            let formerVariable = option.formerName.map { OptionSpec.environmentVariable(for: $0.name) }
+            let formerKey = option.formerName.map { OptionSpec.key(for: $0.name) }
             if let text = environment[option.environmentVariable] {
                 try apply(option, strings: try fromEnvironment(option, text), source: .environment,
                           place: "\(option.environmentVariable) (environment)", to: &parsed)
+            } else if let formerVariable, let text = environment[formerVariable] {
+                try apply(option, strings: try fromEnvironment(option, text), source: .environment,
+                          place: "\(formerVariable) (environment)", former: true, to: &parsed)
             } else if let value = file[option.key], let settingsPath {
                 try apply(option, strings: try fromFile(option, value, place: "\(settingsPath): \(option.key)"),
                           source: .settingsFile, place: "\(settingsPath): \(option.key)", to: &parsed)
+            } else if let formerKey, let value = file[formerKey], let settingsPath {
+                try apply(option, strings: try fromFile(option, value, place: "\(settingsPath): \(formerKey)"),
+                          source: .settingsFile, place: "\(settingsPath): \(formerKey)", former: true, to: &parsed)
             }
         }
         for option in spec.options where parsed.sources[option.name] == nil {
@@ -53,7 +61,7 @@ struct OptionResolver {
     /// file's unknown key is (another command's variable is ignored: one environment may serve
     /// several commands). Names only the variable, never its value.
     private func refuseUnknownVariables() throws(UsageError) {
-        let keys = knownKeys.union(spec.options.filter(\.isSetting).map(\.key))
+        let keys = knownKeys.union(spec.options.filter(\.isSetting).flatMap(\.keys))
         let known = Set(keys.map { "PUSH_CONNECTOR_" + $0.uppercased() }).union(Self.otherVariables)
         for name in environment.keys.sorted() where name.hasPrefix("PUSH_CONNECTOR_") && !known.contains(name) {
             let near = known.filter { Self.editDistance($0, name) <= 2 }.sorted().first
@@ -121,9 +129,15 @@ struct OptionResolver {
         }
     }
 
-    private func apply(_ option: OptionSpec, strings: [String]?, source: OptionSource, place: String,
+    /// Sets `option` from `strings` found at `place`; `former`: under the option's former name
+    /// (each value translated, a warning recorded).
+    private func apply(_ option: OptionSpec, strings: [String]?, source: OptionSource, place: String, former: Bool = false,
                        to parsed: inout ParsedArguments) throws(UsageError) {
-        guard let strings else { return }
+        guard var strings else { return }
+        if former, let formerName = option.formerName {
+            parsed.deprecations += strings.map { option.deprecation(at: place, value: $0) }
+            strings = strings.map(formerName.translate)
+        }
         if option.arity == .flag {
             parsed.flags.insert(option.name)
         } else {

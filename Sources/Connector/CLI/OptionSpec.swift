@@ -25,6 +25,15 @@ public struct OptionSpec: Sendable {
     public let isSetting: Bool
     /// Its value is never printed (a URL with a password): errors and `--check` redact it.
     public let isSecret: Bool
+    /// The name it had before a rename, still read (with a warning) from every source.
+    public private(set) var formerName: FormerName?
+
+    /// A name an option had before, with what turns an old value into a new one (`5` under
+    /// `--batch-delay-ms` is `5ms` under `--batch-delay`).
+    public struct FormerName: Sendable {
+        public let name: String
+        public let translate: @Sendable (String) -> String
+    }
 
     public init(name: String, arity: Arity, placeholder: String = "", defaultValue: String? = nil, help: String = "",
                 kind: ValueKind = .text, isSetting: Bool = true, isSecret: Bool = false) {
@@ -57,8 +66,27 @@ public struct OptionSpec: Sendable {
         OptionSpec(name: name, arity: .flag, help: help, isSetting: setting)
     }
 
+    /// This option, also read under `name`, its name before a rename: the command line, the
+    /// environment and the settings file accept the old spelling and warn.
+    public func formerly(_ name: String, translate: @escaping @Sendable (String) -> String = { $0 }) -> OptionSpec {
+        var renamed = self
+        renamed.formerName = FormerName(name: name, translate: translate)
+        return renamed
+    }
+
+    /// The warning for a value given under the former name, at `place` (`--batch-delay-ms`,
+    /// `PUSH_CONNECTOR_BATCH_DELAY_MS (environment)`, `FILE: batch_delay_ms`).
+    func deprecation(at place: String, value: String) -> String {
+        let translated = formerName.map { $0.translate(value) } ?? value
+        let shown = isSecret || translated == value ? "" : " (\(value) reads as \(translated))"
+        return "\(place) is deprecated and will be removed: use \(name)\(shown)"
+    }
+
     /// `amqp_url` for `--amqp-url`: the settings file key.
     public var key: String { Self.key(for: name) }
+
+    /// Its settings keys: `key`, and the key of its former name.
+    public var keys: [String] { [key] + (formerName.map { [Self.key(for: $0.name)] } ?? []) }
 
     /// `PUSH_CONNECTOR_AMQP_URL` for `--amqp-url`.
     public var environmentVariable: String { Self.environmentVariable(for: name) }
@@ -75,6 +103,7 @@ public struct OptionSpec: Sendable {
         var text = help
         if let defaultValue { text += " (default \(defaultValue))" }
         if !isSetting && name != "--settings" { text += " [command line only]" }
+        if let formerName { text += "; formerly \(formerName.name), still read" }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let indent = String(repeating: " ", count: 24)
         if head.count >= 24 { head += "\n" + indent } else { head = head.padding(to: 24) }

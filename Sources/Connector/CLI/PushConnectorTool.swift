@@ -36,7 +36,7 @@ public enum PushConnectorTool {
 
     /// Every settings-file key some command accepts: a shared settings file may hold another
     /// command's keys, but a key no command knows is a typo and is refused.
-    static let settingKeys: Set<String> = Set(commands.flatMap { $0.type.spec.options.filter(\.isSetting).map(\.key) })
+    static let settingKeys: Set<String> = Set(commands.flatMap { $0.type.spec.options.filter(\.isSetting).flatMap(\.keys) })
 
     static var overview: String {
         var lines = ["usage: push-connector COMMAND [options]   (COMMAND --help for details; --version)", "", "commands:"]
@@ -79,6 +79,7 @@ public enum PushConnectorTool {
                 context.console.out(match.type.spec.usage)
                 return 0
             }
+            for warning in parsed.deprecations { context.console.err("push-connector \(match.type.spec.name): warning: \(warning)") }
             let command = try match.type.init(parsed)
             if parsed.has("--check"), !match.type.checksItself {
                 // The broker URL and password (file) resolve as they would at start.

@@ -51,7 +51,7 @@ enum ControlLog {
         return book
     }
 
-    static let options: [OptionSpec] = CommonOptions.brokerOptions.filter { $0.name != "--retry-tiers" }
+    static let options: [OptionSpec] = CommonOptions.connectionOptions
 }
 
 /// `push-connector cancel`: stops a campaign (of every App ID, or of one) or one job, on every

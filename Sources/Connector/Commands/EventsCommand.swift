@@ -33,11 +33,12 @@ public struct EventsCommand: Command {
                    .integer(1...1_000_000)),
             .value("--max-connections-per-ip", "N", "open HTTP connections from one address at most (0: no limit)",
                    default: "64", .integer(0...1_000_000)),
-            .value("--request-deadline-s", "DURATION", "a whole request must arrive within this long, else the connection is cut",
-                   default: "30s", .seconds(1...3600)),
+            .value("--request-deadline", "DURATION", "a whole request must arrive within this long, else the connection is cut",
+                   default: "30s", .seconds(1...3600)).formerly("--request-deadline-s"),
             .value("--publishers", "N", "broker connections publishing events", default: "2", .integer(1...32)),
             .value("--batch-size", "N", "records per transaction", default: "500", .integer(1...10_000)),
-            .value("--batch-delay-ms", "N", "wait at most this long for a batch to fill", default: "50", .integer(0...10_000)),
+            .value("--batch-delay", "DURATION", "wait at most this long for a batch to fill", default: "50ms", .milliseconds(0...10_000))
+                .formerly("--batch-delay-ms") { Int($0) != nil ? $0 + "ms" : $0 },
             .value("--prefetch", "N", "unacked deliveries per queue", default: "2000", .integer(1...65_535)),
             .flag("--no-declare", "do not declare the topology"),
             CommonOptions.logLevel,
@@ -69,7 +70,7 @@ public struct EventsCommand: Command {
             http.threads = a.integer("--http-threads")
             http.connectionLimit = a.int("--max-connections") ?? http.connectionLimit
             http.perIPConnectionLimit = a.integer("--max-connections-per-ip")
-            http.requestDeadline = .seconds(a.requiredSeconds("--request-deadline-s"))
+            http.requestDeadline = .seconds(a.requiredSeconds("--request-deadline"))
             configuration.http = http
         }
         if let admin = a.value("--admin-http").flatMap(HostPort.init) {
@@ -87,7 +88,7 @@ public struct EventsCommand: Command {
         if let path = a.value("--event-keys") { configuration.keys = try EventKeys.load(path) }
         configuration.publisherConnections = a.integer("--publishers")
         configuration.batchSize = a.integer("--batch-size")
-        configuration.batchDelay = .milliseconds(a.integer("--batch-delay-ms"))
+        configuration.batchDelay = .milliseconds(a.requiredMilliseconds("--batch-delay"))
         configuration.prefetch = UInt16(a.integer("--prefetch"))
         return configuration
     }

@@ -22,7 +22,8 @@ public enum CommonOptions {
     ]
 
     /// `brokerOptions` for a command that names exchanges and queues but no retry tier (it
-    /// declares nothing and publishes no retry copy): `send`, `results`.
+    /// declares nothing and publishes no retry copy): `send`, `results`, the `dlq` commands,
+    /// `cancel` and `pause`.
     public static let connectionOptions = brokerOptions.filter { $0.name != "--retry-tiers" }
     /// Retention of the results stream, for the commands that declare it (applied when the stream
     /// is created; RabbitMQ refuses to redeclare it with other values).

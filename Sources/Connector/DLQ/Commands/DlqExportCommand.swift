@@ -18,7 +18,7 @@ public struct DeadLetterExportCommand<Queue: DeadLetterQueueChoice>: Command {
         FILE must not exist yet. `dlq import FILE` puts the messages back. See docs/operations.md.
         """,
         options: [DlqOptions.limit("export at most N messages"), .flag("--json", "print the summary as one JSON object, no progress", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
-            + CommonOptions.brokerOptions,
+            + CommonOptions.connectionOptions,
         positionals: 1...1)
     }
 

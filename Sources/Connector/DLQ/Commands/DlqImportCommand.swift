@@ -20,7 +20,7 @@ public struct DeadLetterImportCommand<Queue: DeadLetterQueueChoice>: Command {
             DlqOptions.windowOption("publishes in flight at most; resuming a stopped import with --skip may\n"
                 + "import up to N messages twice"),
             .flag("--json", "print the summary as one JSON object, no progress", setting: false),
-        ] + CommonOptions.brokerOptions,
+        ] + CommonOptions.connectionOptions,
         positionals: 1...1)
     }
 

@@ -16,7 +16,7 @@ public struct DeadLetterListCommand<Queue: DeadLetterQueueChoice>: Command {
         options: [
             DlqOptions.limit("show at most N jobs (default: all)"),
             .flag("--json", "one JSON object per line (JSON Lines), no header or summary", setting: false),
-        ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.brokerOptions)
+        ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.connectionOptions)
     }
 
     let arguments: ParsedArguments

@@ -17,7 +17,7 @@ public struct DeadLetterPurgeCommand<Queue: DeadLetterQueueChoice>: Command {
             .flag("--yes", "really delete", setting: false),
             DlqOptions.limit("delete at most N matching messages"),
             .flag("--json", "print the summary as one JSON object, no progress", setting: false),
-        ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.brokerOptions)
+        ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.connectionOptions)
     }
 
     let arguments: ParsedArguments

@@ -34,7 +34,7 @@ public struct DeadLetterReplayCommand<Queue: DeadLetterQueueChoice>: Command {
             .value("--max-replays", "N", "refuse jobs already replayed N times", default: "5", .integer(0...1_000_000)),
             .flag("--force", "replay even those", setting: false),
             .flag("--json", "print the summary as one JSON object, no progress", setting: false),
-        ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.brokerOptions,
+        ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.connectionOptions,
         footer: "Exit status: 0 when every matching job was replayed, 1 when some were refused or failed.")
     }
 

@@ -13,7 +13,7 @@ public struct DeadLetterStatsCommand<Queue: DeadLetterQueueChoice>: Command {
         queue without removing anything; the order of the queue is kept.
         """,
         options: [.flag("--json", "one JSON object instead of text", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
-            + CommonOptions.brokerOptions)
+            + CommonOptions.connectionOptions)
     }
 
     let arguments: ParsedArguments
