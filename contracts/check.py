@@ -111,17 +111,19 @@ def problems(name, document):
 
 
 def documents(path):
-    """(label, document) for a JSON file, or each line of a JSON Lines file."""
+    """(label, document) for a JSON file, or each value of JSON Lines or of JSON values written
+    one after another (what `push-connector compose` prints)."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    try:
-        yield path, json.loads(text)
-        return
-    except json.JSONDecodeError:
-        pass
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            yield f"{path}:{number}", json.loads(line)
+    decoder, position, number = json.JSONDecoder(), 0, 0
+    while True:
+        while position < len(text) and text[position].isspace():
+            position += 1
+        if position == len(text):
+            return
+        document, position = decoder.raw_decode(text, position)
+        number += 1
+        yield f"{path}#{number}", document
 
 
 def cmd_schemas():
@@ -219,9 +221,14 @@ def cmd_corpus():
     return 1 if bad or count == 0 else 0
 
 
-def undeclared(schema, document, path=""):
-    """Fields of DOCUMENT that SCHEMA (objects with `properties`) does not declare."""
-    if not isinstance(document, dict) or "properties" not in schema:
+def undeclared(schema, document, path="", root=None):
+    """Fields of DOCUMENT that SCHEMA (objects with `properties`) does not declare; a map whose
+    `additionalProperties` is a schema (string data, headers) is open by design."""
+    root = root or schema
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/"):  # a local definition, with the keywords beside the $ref on top
+        schema = {**pointer(root, ref), **{k: v for k, v in schema.items() if k != "$ref"}}
+    if not isinstance(document, dict) or "properties" not in schema or isinstance(schema.get("additionalProperties"), dict):
         return []
     found = []
     for key, value in document.items():
@@ -230,7 +237,7 @@ def undeclared(schema, document, path=""):
         if child is None:
             found.append(here)
         else:
-            found += undeclared(child, value, here)
+            found += undeclared(child, value, here, root)
     return found
 
 

@@ -12,7 +12,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3))) struct ContractSchemaTests {
     @Test func theSchemasAreValidAndEveryExampleInTheDocsAndExamplesValidates() throws {
         var (code, out) = try contractCheck(["schemas"])
-        #expect(code == 0 && out.contains("9 of 9 schemas valid"), "\(out)")
+        #expect(code == 0 && out.contains("10 of 10 schemas valid"), "\(out)")
         (code, out) = try contractCheck(["docs"])
         #expect(code == 0 && out.contains("0 problem(s)"), "\(out)")
     }
@@ -111,6 +111,50 @@ import Testing
         #expect(code == 0 && out.contains("2 document(s)"), "\(out)")
         (code, out) = try contractCheck(["validate", "send-job", bodiesFile])
         #expect(code == 0, "a dead-lettered job that its own schema refuses: \(out)")
+    }
+
+    /// `compose` prints what the worker sends: token, topic and condition targets, a data-only
+    /// job, the App ID's four option sections deep-merged with the job's; each request body
+    /// validates against `fcm-request.schema.json` (names FCM knows, one target, string data,
+    /// the tracking id), and declares nothing the schema does not.
+    @Test func composeOutputValidatesAgainstTheFCMRequestSchema() async throws {
+        let directory = try temporaryDirectory()
+        let apps = #"""
+            {"apps": [{"app_id": "web-shop", "project_id": "shop-prod", "credentials_file": "sa.json",
+              "default_payload": {"pushdata.source": "crm"},
+              "extra_options": {
+                "android": {"priority": "high", "ttl": "3600s", "collapse_key": "promo",
+                            "notification": {"channel_id": "promo", "notification_count": 2, "sticky": false}},
+                "apns": {"headers": {"apns-priority": "10"}, "payload": {"aps": {"sound": "default", "badge": 1}},
+                         "fcm_options": {"image": "https://example.com/i.png"}},
+                "webpush": {"headers": {"Urgency": "high"}, "fcm_options": {"link": "https://example.com/p"},
+                            "notification": {"requireInteraction": true}},
+                "fcm_options": {"analytics_label": "promo"}}}]}
+            """#
+        try apps.write(toFile: directory + "/apps.json", atomically: true, encoding: .utf8)
+        let jobs = [
+            #"{"job_id": "t", "app_id": "web-shop", "notification": {"title": "Hi", "body": "There", "image": "https://example.com/a.png"}, "#
+                + #""data": {"pushdata.k": "v"}, "options": {"android": {"ttl": "60s"}, "webpush": {"data": {"w": "1"}}}, "#
+                + #""recipients": [{"token": "dev-a", "data": {"pushdata.name": "Ada"}}, {"token": "dev-b", "mn_message_id": "mnid2m.1.2.3.4.5"}]}"#,
+            #"{"job_id": "p", "app_id": "web-shop", "notification": {"title": "News"}, "topic": "news"}"#,
+            #"{"job_id": "c", "app_id": "web-shop", "notification": {"title": "Both"}, "condition": "'a' in topics && 'b' in topics"}"#,
+            #"{"job_id": "d", "app_id": "web-shop", "message_type": "data", "data": {"pushdata.a": "1"}, "recipients": [{"token": "dev-c"}]}"#,
+        ]
+        var composed = ""
+        for (index, job) in jobs.enumerated() {
+            let file = directory + "/job\(index).json"
+            try job.write(toFile: file, atomically: true, encoding: .utf8)
+            let (code, out, err) = await runCLI(["compose", "--config", directory + "/apps.json", file])
+            #expect(code == 0, "\(job): \(err)")
+            composed += out + "\n"
+        }
+        let output = directory + "/composed.json"
+        try composed.write(toFile: output, atomically: true, encoding: .utf8)
+        var (code, out) = try contractCheck(["validate", "fcm-request", output])
+        #expect(code == 0 && out.contains("5 document(s) checked against fcm-request: 0 problem(s)"), "\(out)")
+        (code, out) = try contractCheck(["fields", "fcm-request", output])
+        #expect(code == 0, "a field the schema does not declare: \(out)")
+        #expect(composed.contains(#""topic" : "news""#) || composed.contains(#""topic": "news""#), "the topic target is composed")
     }
 
     // MARK: helpers
