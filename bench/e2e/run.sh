@@ -18,7 +18,9 @@
 #                against the defaults (e.g. WORKER_FLAGS="--prefetch 500")
 #
 # Starts a private RabbitMQ node (scripts/test-broker.sh), Debian's nginx-light as a static
-# HTTP/2 TLS endpoint shaped like FCM (nginx.conf.in), and builds two C floors with gcc:
+# HTTP/2 TLS endpoint shaped like FCM (nginx.conf.in), and measures three C floors:
+#   h2load          Debian's nghttp2 load generator (libnghttp2): the worker's request body, one
+#                   TLS connection, 100 streams; the least an HTTP/2 client spends per send;
 #   curl_floor      a libcurl multi client sending the same requests as the worker (100 streams);
 #   consumer_floor  the worker's broker work alone: consume the job queue, publish one result per
 #                   recipient to the results exchange, confirms read as a stream, acks `multiple`.
@@ -53,6 +55,7 @@ done
 wants() { [[ ",$ONLY," == *",$1,"* ]]; }
 command -v nginx >/dev/null || { echo "run.sh: needs Debian's nginx-light (apt-get install nginx-light)" >&2; exit 1; }
 command -v gcc >/dev/null || { echo "run.sh: needs gcc" >&2; exit 1; }
+command -v h2load >/dev/null || { echo "run.sh: needs h2load (apt-get install nghttp2-client)" >&2; exit 1; }
 ((PERF == 0)) || command -v perf >/dev/null || { echo "run.sh: --perf needs perf (apt-get install linux-perf)" >&2; exit 1; }
 
 NAME=run.sh
@@ -147,6 +150,7 @@ import json, sys
 body = json.load(sys.stdin)
 body["message"]["token"] = "%TOKEN%"
 print(json.dumps(body, separators=(",", ":")))' > "$WORK/body.json"
+sed 's/%TOKEN%/e2e-1/' "$WORK/body.json" | tr -d '\n' > "$WORK/body-h2.json"  # h2load sends one body for every request
 # The size of one result as the worker publishes it: a `sent` result of these jobs is ~260 bytes
 # (app, job and message ids, target, FCM message name, timestamps).
 RESULT_BYTES=260
@@ -169,6 +173,24 @@ curl_floor() { # $1 = requests: the C libcurl client against nginx, 100 streams
   "$WORK/curl_floor" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/certs/ca.pem" ya29.e2e-bench-token \
     "$WORK/body.json" "$1" 100
 }
+h2_floor() { # $1 = requests: h2load (libnghttp2) against nginx, one TLS connection, 100 streams, the worker's body
+  python3 - "$1" "$FCM_URL/v1/projects/e2e-project/messages:send" "$WORK/body-h2.json" <<'PY'
+import re, resource, subprocess, sys, time
+count, url, body = sys.argv[1:4]
+start = time.monotonic()
+run = subprocess.run(["h2load", "-n", count, "-c", "1", "-t", "1", "-m", "100", "-d", body,
+                      "-H", "authorization: Bearer ya29.e2e-bench-token", "-H", "content-type: application/json", url],
+                     capture_output=True, text=True)
+seconds = time.monotonic() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+ok = re.search(r"status codes: (\d+) 2xx", run.stdout)
+done = re.search(r"requests: \d+ total, \d+ started, (\d+) done", run.stdout)
+if run.returncode != 0 or not ok or not done or int(ok.group(1)) != int(count):
+    sys.exit(f"h2_floor: h2load did not send {count} requests with 2xx answers:\n{run.stdout}{run.stderr}")
+print(f"sent={ok.group(1)} failed={int(done.group(1)) - int(ok.group(1))} seconds={seconds:.3f} "
+      f"cpu_seconds={usage.ru_utime + usage.ru_stime:.3f}")
+PY
+}
 consumer_floor() { # $1 = jobs, $2 = recipients per job: the C consumer on the job queue, prefetch 250
   "$WORK/consumer_floor" 127.0.0.1 "$AMQP_PORT" guest guest / push.jobs push.results e2e-app.sent \
     "$1" 250 "$RESULT_BYTES" "$2"
@@ -182,6 +204,14 @@ run_curl_floor() { # $1 = label, $2 = requests
   echo "   curl_floor: $out"
 }
 
+run_h2_floor() { # $1 = label, $2 = requests
+  local out
+  out=$(h2_floor "$2")
+  FIG[$1.rate]=$(echo "$out" | awk -F'[= ]' '{ printf "%.0f", $2 / $6 }')
+  FIG[$1.cpu]=$(echo "$out" | awk -F'[= ]' '{ printf "%.1f", $8 / $2 * 1e6 }')
+  echo "   h2load: $out"
+}
+
 run_consumer_floor() { # $1 = label, $2 = jobs, $3 = recipients per job
   local out b0 b1
   jobs_file "$2" "$3" "$WORK/floor.jsonl" 0
@@ -191,6 +221,7 @@ run_consumer_floor() { # $1 = label, $2 = jobs, $3 = recipients per job
   b1=$(cpu_of "$BEAM")
   FIG[$1.rate]=$(echo "$out" | awk -v per="$3" -F'[= ]' '{ printf "%.0f", $2 * per / $8 }')
   FIG[$1.broker]=$(calc "round(($b1 - $b0) / ($2 * $3) * 1e6, 1)")
+  FIG[$1.cpu]=$(echo "$out" | awk -v per="$3" -F'[= ]' '{ printf "%.1f", $10 / ($2 * per) * 1e6 }')
   echo "   consumer_floor: $out"
 }
 
@@ -254,16 +285,20 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
 }
 
 ratio() { calc "round($1 / $2, 2)"; }
-report_pair() { # $1 = floor label prefix, $2 = worker label, $3 = title
+report_pair() { # $1 = floor label prefix, $2 = worker label, $3 = title, $4 = issue 30's CPU target
   local f=$1 w=$2
   printf '\n%s\n' "$3"
   printf '  %-42s %10s %12s %12s %9s\n' "" "msg/s" "CPU µs/msg" "broker µs/msg" "peak RSS"
+  printf '  %-42s %10s %12s %12s %9s\n' "C nghttp2 client (h2load, 100 streams)" "${FIG[$f-h2.rate]}" "${FIG[$f-h2.cpu]}" "-" "-"
   printf '  %-42s %10s %12s %12s %9s\n' "C libcurl multi client (100 streams)" "${FIG[$f-curl.rate]}" "${FIG[$f-curl.cpu]}" "-" "-"
-  printf '  %-42s %10s %12s %12s %9s\n' "C consumer (broker work only)" "${FIG[$f-amqp.rate]}" "-" "${FIG[$f-amqp.broker]}" "-"
+  printf '  %-42s %10s %12s %12s %9s\n' "C consumer (broker work only)" "${FIG[$f-amqp.rate]}" "${FIG[$f-amqp.cpu]}" "${FIG[$f-amqp.broker]}" "-"
   printf '  %-42s %10s %12s %12s %9s\n' "both C floors at once (sharing the cores)" "${FIG[$f-together.rate]}" "-" "-" "-"
   printf '  %-42s %10s %12s %12s %9s\n' "push-connector worker (defaults)" "${FIG[$w.rate]}" "${FIG[$w.cpu]}" "${FIG[$w.broker]}" "${FIG[$w.rss]} MiB"
-  local floor_rate
+  local floor_rate c_floor
   floor_rate=$(calc "min(${FIG[$f-curl.rate]}, ${FIG[$f-amqp.rate]})")
+  c_floor=$(calc "round(${FIG[$f-h2.cpu]} + ${FIG[$f-amqp.cpu]}, 1)")
+  printf '  worker CPU / (nghttp2 + AMQP floors, %s µs) = %s (issue 30: <= %s); / (libcurl + AMQP floors) = %s\n' \
+    "$c_floor" "$(ratio "${FIG[$w.cpu]}" "$c_floor")" "$4" "$(ratio "${FIG[$w.cpu]}" "$(calc "round(${FIG[$f-curl.cpu]} + ${FIG[$f-amqp.cpu]}, 1)")")"
   printf '  ratios: worker CPU / curl CPU = %s (target <= 1.25); broker / C consumer = %s (target <= 1.1); msg/s / min(floors) = %s (target >= 0.8)\n' \
     "$(ratio "${FIG[$w.cpu]}" "${FIG[$f-curl.cpu]}")" "$(ratio "${FIG[$w.broker]}" "${FIG[$f-amqp.broker]}")" \
     "$(ratio "${FIG[$w.rate]}" "$floor_rate")"
@@ -273,6 +308,7 @@ report_pair() { # $1 = floor label prefix, $2 = worker label, $3 = title
 
 if wants single; then
   echo "== $JOBS jobs x 1 recipient"
+  run_h2_floor single-h2 "$JOBS"
   run_curl_floor single-curl "$JOBS"
   run_consumer_floor single-amqp "$JOBS" 1
   run_floors_together single-together "$JOBS" 1
@@ -280,6 +316,7 @@ if wants single; then
 fi
 if wants ten; then
   echo "== $((JOBS / 10)) jobs x 10 recipients"
+  run_h2_floor ten-h2 "$JOBS"
   run_curl_floor ten-curl "$JOBS"
   run_consumer_floor ten-amqp "$((JOBS / 10))" 10
   run_floors_together ten-together "$((JOBS / 10))" 10
@@ -308,8 +345,8 @@ fi
 
 echo
 echo "== figures (one run, same machine, ratios against floors measured in this run)"
-wants single && report_pair single single "30 000-style run: $JOBS jobs x 1 recipient"
-wants ten && report_pair ten ten "$((JOBS / 10)) jobs x 10 recipients"
+wants single && report_pair single single "30 000-style run: $JOBS jobs x 1 recipient" 2.0
+wants ten && report_pair ten ten "$((JOBS / 10)) jobs x 10 recipients" 1.5
 if wants big; then
   printf '\n%s jobs x 1000 recipients, worker (defaults): %s msg/s, CPU %s µs/msg, broker %s µs/msg, peak RSS %s MiB\n' \
     "$((JOBS / 100))" "${FIG[big.rate]}" "${FIG[big.cpu]}" "${FIG[big.broker]}" "${FIG[big.rss]}"
