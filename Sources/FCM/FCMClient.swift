@@ -240,7 +240,7 @@ public final class FCMClient: Sendable {
             case .authFailed where !exchange.refreshedAfter401:
                 exchange.refreshedAfter401 = true
                 return .againWithNewToken
-            case .retryable(_, let retryAfter) where response.status == 429:
+            case .retryable(let failure, let retryAfter) where failure.kind == .quotaExceeded:
                 rateLimiter.recordQuotaExceeded(project: exchange.projectID, retryAfter: retryAfter)
                 return .done(outcome)
             default:
@@ -308,7 +308,7 @@ public final class FCMClient: Sendable {
         let reason: ProjectRateLimiter.PauseReason
         switch outcome {
         case .authFailed: reason = .auth
-        case .configurationFailed(let failure) where failure.code == FCMResponseDecoder.unexpectedResponseCode: reason = .config
+        case .configurationFailed(let failure) where failure.kind == .unexpectedResponse: reason = .config
         default: return outcome
         }
         if rateLimiter.recordSetupFault(project: projectID, reason: reason), let failure = outcome.failure {

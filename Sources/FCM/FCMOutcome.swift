@@ -52,11 +52,40 @@ public struct FCMFailure: Sendable, Hashable, CustomStringConvertible {
     public let httpStatus: Int?
     /// FCM's `error.message` (or a short transport description). Never contains a token.
     public let message: String
+    /// What the failure is for the decisions taken on it (pause the project for its quota, which
+    /// dead-letter code): read from `code` and `httpStatus` here, once, so that no later step
+    /// compares code strings.
+    public let kind: Kind
+
+    /// The kinds of failure something downstream decides on; `other` for the rest.
+    public enum Kind: Sendable, Hashable {
+        /// HTTP 429 or `QUOTA_EXCEEDED`: the project is over its FCM quota.
+        case quotaExceeded
+        /// `THIRD_PARTY_AUTH_ERROR` (or its former name `APNS_AUTH_ERROR`): the APNs certificate
+        /// or web push credentials are refused.
+        case thirdPartyAuth
+        /// `PERMISSION_DENIED`: the service account may not send for this project.
+        case permissionDenied
+        /// Something that is not FCM answered (`UNEXPECTED_RESPONSE`): the URL or a proxy is wrong.
+        case unexpectedResponse
+        case other
+
+        init(code: String, httpStatus: Int?) {
+            switch code {
+            case _ where httpStatus == 429, "QUOTA_EXCEEDED": self = .quotaExceeded
+            case "THIRD_PARTY_AUTH_ERROR", "APNS_AUTH_ERROR": self = .thirdPartyAuth
+            case "PERMISSION_DENIED": self = .permissionDenied
+            case FCMResponseDecoder.unexpectedResponseCode: self = .unexpectedResponse
+            default: self = .other
+            }
+        }
+    }
 
     public init(code: String, httpStatus: Int?, message: String) {
         self.code = code
         self.httpStatus = httpStatus
         self.message = message
+        kind = Kind(code: code, httpStatus: httpStatus)
     }
 
     public var description: String {

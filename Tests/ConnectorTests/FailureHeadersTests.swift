@@ -104,7 +104,7 @@ import Testing
 
     private struct Denied: PushSender {
         func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome {
-            .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "denied"))
+            .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "denied"), .permissionDenied)
         }
     }
 

@@ -64,7 +64,7 @@ private struct FixedOutcomeSender: PushSender {
 
     @Test func quotaErrorWaitsAtLeastAMinuteSoItGoesToTheTwoMinuteTier() async throws {
         let quota = DeliveryOutcome.retryable(ResultError(code: "QUOTA_EXCEEDED", httpStatus: 429, message: "Quota exceeded"),
-                                              retryAfter: .seconds(3))
+                                              retryAfter: .seconds(3), overQuota: true)
         let out = await processor(answering: quota).process(body: Data(Self.job.utf8), headers: [:])
         let retry = try #require(out.first { $0.kind == .retry })
         #expect(retry.routingKey == "2m")

@@ -129,10 +129,20 @@ struct SeededGenerator: RandomNumberGenerator {
         #expect(p.deadLetters.map(\.code) == [.retriesExhausted])
     }
 
-    @Test func configurationFailuresDeadLetterByCode() throws {
-        let p = try plan(job(["a", "b", "c"]), [0: .configurationFailed(ResultError(code: "THIRD_PARTY_AUTH_ERROR", httpStatus: 401, message: "apns")),
+    @Test func configurationFailuresDeadLetterByTheirFault() throws {
+        let p = try plan(job(["a", "b", "c", "d"]), [0: .configurationFailed(ResultError(code: "THIRD_PARTY_AUTH_ERROR", httpStatus: 401, message: "apns"), .thirdPartyAuth),
                                                  1: .authFailed(ResultError(code: "UNAUTHENTICATED", httpStatus: 401, message: "token")),
-                                                 2: .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "no"))])
+                                                 2: .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "no"), .permissionDenied),
+                                                 3: .configurationFailed(ResultError(code: "NOT_FOUND", httpStatus: 404, message: "no project"))])
+        #expect(Set(p.deadLetters.map(\.code)) == [.authFailed, .configuration, .thirdPartyAuthError, .permissionDenied], "the fault decides")
+        let configuration = try #require(p.deadLetters.first { $0.code == .configuration })
+        #expect(configuration.job.target.count == 1 && configuration.job.target.member(0).value == "d")
+    }
+
+    @Test func configurationFailuresDeadLetterByCode() throws {
+        let p = try plan(job(["a", "b", "c"]), [0: .configurationFailed(ResultError(code: "THIRD_PARTY_AUTH_ERROR", httpStatus: 401, message: "apns"), .thirdPartyAuth),
+                                                 1: .authFailed(ResultError(code: "UNAUTHENTICATED", httpStatus: 401, message: "token")),
+                                                 2: .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "no"), .permissionDenied)])
         #expect(p.deadLetters.map(\.code) == [.authFailed, .thirdPartyAuthError, .permissionDenied])
         // Every dead-lettered recipient still gets a result, with its code and reason.
         #expect(p.results.map(\.outcome) == [.deadLettered, .deadLettered, .deadLettered])

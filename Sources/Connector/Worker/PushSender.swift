@@ -87,10 +87,16 @@ extension DeliveryOutcome {
         case .sent(let name): self = .sent(messageName: name)
         case .invalidToken(let f): self = .invalidToken(error(f))
         case .rejected(let f): self = .rejected(error(f))
-        case .retryable(let f, let after): self = .retryable(error(f), retryAfter: after)
+        case .retryable(let f, let after): self = .retryable(error(f), retryAfter: after, overQuota: f.kind == .quotaExceeded)
         case .deferred(let f, let after): self = .deferred(error(f), retryAfter: after)
         case .authFailed(let f): self = .authFailed(error(f))
-        case .configurationFailed(let f): self = .configurationFailed(error(f))
+        case .configurationFailed(let f):
+            let fault: ConfigurationFault = switch f.kind {
+            case .thirdPartyAuth: .thirdPartyAuth
+            case .permissionDenied: .permissionDenied
+            default: .other
+            }
+            self = .configurationFailed(error(f), fault)
         }
     }
 }

@@ -77,15 +77,9 @@ public struct PreparedJob: Sendable {
 
     /// The outcome for target `index` (0..<targetCount).
     public func compose(_ index: Int) -> CompositionOutcome {
-        let target: (key: String, value: String)
+        let target = job.target.member(index)
         var recipientData: [String: String] = [:]
-        switch job.target {
-        case .recipients(let list):
-            target = ("token", list[index].token)
-            recipientData = list[index].data
-        case .topic(let topic): target = ("topic", topic)
-        case .condition(let condition): target = ("condition", condition)
-        }
+        if case .recipients(let list) = job.target { recipientData = list[index].data }
         let id = MessageID.resolve(job: job, recipientIndex: index)
         if !duplicates.isEmpty, let duplicate = duplicates[index] {
             return .invalid(recipientIndex: index, mnMessageID: id, issues: [duplicate])

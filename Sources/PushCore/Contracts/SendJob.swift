@@ -51,6 +51,17 @@ public enum JobTarget: Sendable, Equatable {
         if case .recipients(let list) = self { return list.count }
         return 1
     }
+
+    /// The FCM message member that names target `index` (0..<count): `token`, `topic` or
+    /// `condition`, and its value. The one place that maps a target onto FCM's names (the
+    /// composer's request and the planner's results both read it).
+    public func member(_ index: Int) -> (key: String, value: String) {
+        switch self {
+        case .recipients(let list): ("token", list[index].token)
+        case .topic(let topic): ("topic", topic)
+        case .condition(let condition): ("condition", condition)
+        }
+    }
 }
 
 /// A send job as upstream publishes it on `push.jobs` (contract: docs/contracts.md, schema 1).

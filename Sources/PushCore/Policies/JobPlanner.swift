@@ -133,12 +133,12 @@ public struct JobPlanner: Sendable {
                 case .sent(let name)?: result(index, message.mnMessageID, job.validateOnly ? .validated : .sent, name: name.isEmpty ? nil : name)
                 case .invalidToken(let e)?: result(index, message.mnMessageID, .invalidToken, error: e)
                 case .rejected(let e)?: result(index, message.mnMessageID, .rejected, error: e)
-                case .retryable(let e, let after)?:
+                case .retryable(let e, let after, let overQuota)?:
                     retry.append(index)
                     retryCodes.append(e.code)
                     if firstRetryError == nil { firstRetryError = e }
                     reachedFCM = true
-                    if e.code == "QUOTA_EXCEEDED" || e.httpStatus == 429 { quota = true }
+                    if overQuota { quota = true }
                     if let after { retryAfter = max(retryAfter ?? .zero, after) }
                 case .deferred(let e, let after)?:
                     retry.append(index)
@@ -146,10 +146,7 @@ public struct JobPlanner: Sendable {
                     if firstRetryError == nil { firstRetryError = e }
                     if let after { retryAfter = max(retryAfter ?? .zero, after) }
                 case .authFailed(let e)?: deadLetter(.authFailed, index, e)
-                case .configurationFailed(let e)?:
-                    let code: DeadLetterCode = e.code == "THIRD_PARTY_AUTH_ERROR" ? .thirdPartyAuthError
-                        : e.code == "PERMISSION_DENIED" ? .permissionDenied : .configuration
-                    deadLetter(code, index, e)
+                case .configurationFailed(let e, let fault)?: deadLetter(fault.deadLetterCode, index, e)
                 case nil:
                     // Not sent in this attempt (e.g. shutdown): try again soon; this one does
                     // count, so a job that can never be sent still runs out of attempts.
@@ -196,10 +193,9 @@ public struct JobPlanner: Sendable {
     }
 
     private func targets(of job: SendJob) -> [(index: Int, target: (kind: String, value: String))] {
-        switch job.target {
-        case .recipients(let list): return list.enumerated().map { ($0.offset, ("token", $0.element.token)) }
-        case .topic(let t): return [(0, ("topic", t))]
-        case .condition(let c): return [(0, ("condition", c))]
+        (0..<job.target.count).map { index in
+            let member = job.target.member(index)
+            return (index, (member.key, member.value))
         }
     }
 }
