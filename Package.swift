@@ -54,7 +54,7 @@ let package = Package(
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"], path: "bench/amqp/Sources", swiftSettings: swiftSettings),
 
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "FCMTests", dependencies: ["FCM", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "OSThread", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
         .testTarget(name: "ConnectorTests", dependencies: ["Connector", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),

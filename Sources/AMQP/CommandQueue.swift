@@ -1,88 +1,42 @@
 import FoundationEssentials
 import Glibc
 import OSThread
-import Synchronization
 
-/// A thread-safe queue of commands for one connection thread, plus a self-pipe that wakes the
-/// thread out of `poll` when the first command lands in an empty queue.
+/// The commands for one connection thread: the loops' one inbox (`LoopInbox`) and wake-up
+/// (`LoopWakeup`), with the wait a connection loop does between passes (its socket or a command).
 final class CommandQueue<Command: Sendable>: Sendable {
-    private struct State {
-        var items: [Command] = []
-        var closed = false
-    }
-    private let state = Mutex(State())
-    private let wakeFD: Int32
-    private let signalFD: Int32
+    private let inbox = LoopInbox<Command>()
+    private let wakeup: LoopWakeup
 
-    /// Throws `.connectionFailed` when the self-pipe cannot be made (out of file descriptors):
-    /// the connection open fails like any other, and the caller retries with backoff.
+    /// Throws `.connectionFailed` when the wake-up descriptor cannot be made (out of file
+    /// descriptors): the connection open fails like any other, and the caller retries with backoff.
     init() throws(AMQPError) {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else {
-            let code = errno
-            throw .connectionFailed("cannot create a pipe for the connection thread: \(String(validatingCString: strerror(code)) ?? "errno \(code)")"
-                + (code == EMFILE || code == ENFILE ? " (out of file descriptors: raise the nofile limit)" : ""))
-        }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        wakeFD = fds[0]
-        signalFD = fds[1]
-    }
-
-    deinit {
-        Glibc.close(wakeFD)
-        Glibc.close(signalFD)
+        do { wakeup = try LoopWakeup() } catch { throw .connectionFailed(error.description) }
     }
 
     /// Enqueues a command; false (command dropped) once the queue is closed.
     @discardableResult
-    func submit(_ command: Command) -> Bool {
-        let wake: Bool? = state.withLock { s in
-            if s.closed { return nil }
-            s.items.append(command)
-            return s.items.count == 1
-        }
-        guard let wake else { return false }
-        if wake { wakeUp() }
-        return true
-    }
+    func submit(_ command: Command) -> Bool { inbox.submit(command, wakeup: wakeup) }
 
-    func wakeUp() {
-        var one: UInt8 = 1
-        _ = Glibc.write(signalFD, &one, 1)
-    }
-
-    /// Moves every queued command, in order, into `batch` (emptied first). The two buffers trade
-    /// places: the connection thread keeps `batch` from pass to pass and the queue reuses its
-    /// capacity, so a pass allocates nothing.
-    func drain(into batch: inout [Command]) {
-        batch.removeAll(keepingCapacity: true)
-        state.withLock { s in swap(&batch, &s.items) }
-    }
+    /// Moves every queued command, in order, into `batch` (emptied first), without allocating.
+    func drain(into batch: inout [Command]) { inbox.take(into: &batch) }
 
     /// Refuses further commands and hands back the ones still queued.
     func close() -> [Command] {
-        state.withLock { s in
-            s.closed = true
-            let items = s.items
-            s.items = []
-            return items
-        }
+        _ = inbox.close()
+        var rest: [Command] = []
+        inbox.take(into: &rest)
+        return rest
     }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { inbox.isClosed }
 
     /// Blocks until the socket is readable, a command arrives, or `timeoutMillis` passes.
     func wait(socketFD: Int32, timeoutMillis: Int32) {
         var fds = [pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+                   pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0)]
         _ = poll(&fds, 2, timeoutMillis)
-        if fds[1].revents != 0 {
-            var sink = [UInt8](repeating: 0, count: 64)
-            while Glibc.read(wakeFD, &sink, 64) > 0 {}
-        }
+        if fds[1].revents != 0 { wakeup.consume() }
     }
 }
 

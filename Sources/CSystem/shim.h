@@ -13,3 +13,11 @@ static inline int pc_set_dumpable(int value) {
 static inline int pc_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
 }
+
+#include <sys/eventfd.h>
+
+/// eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC): a counter a loop polls as readable while non-zero,
+/// the wake-up of one loop thread (one descriptor, where a self-pipe takes two).
+static inline int pc_eventfd_nonblocking(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+}

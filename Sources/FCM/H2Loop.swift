@@ -5,8 +5,8 @@ import OSThread
 import Synchronization
 
 /// The thread of an `H2Transport`: owns every connection, polls their sockets with poll(2),
-/// takes new requests from a `LoopInbox` (its wake-up writes one byte to a self-pipe the loop
-/// polls), and checks deadlines every `scanInterval`.
+/// takes new requests from a `LoopInbox` (woken through a `LoopWakeup` the loop polls), and
+/// checks deadlines every `scanInterval`.
 ///
 /// Deadlines are found by scanning the waiting requests and open streams on each tick: nothing is
 /// kept for a request once it finished.
@@ -32,8 +32,10 @@ final class H2Loop: @unchecked Sendable {
     let requestsRequeued = Atomic<Int>(0)
 
     private let inbox = LoopInbox<H2Exchange>()
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// Nil only when no descriptor could be made (the nofile limit): the loop then looks at its
+    /// inbox every `fallbackPollMillis` instead of being woken.
+    private let wakeup: LoopWakeup?
+    static let fallbackPollMillis: Int32 = 5
     private let stopped = DispatchSemaphore(value: 0)
     // Loop-thread state.
     private var pools: [H2Origin: H2Pool] = [:]
@@ -50,14 +52,7 @@ final class H2Loop: @unchecked Sendable {
         timeoutError = TransportError(kind: .timeout, message: "no response within \(configuration.requestTimeout)")
         sentTimeoutError = TransportError(kind: .timeoutAfterSend,
                                           message: "no response within \(configuration.requestTimeout) to a request sent whole: possibly delivered")
-        var pair: [Int32] = [-1, -1]
-        _ = pipe(&pair)
-        for fd in pair {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        wakeRead = pair[0]
-        wakeWrite = pair[1]
+        wakeup = try? LoopWakeup()
         OSThread.start(name: name) { [self] in run() }
     }
 
@@ -71,25 +66,21 @@ final class H2Loop: @unchecked Sendable {
     }
 
     /// Stops the loop: every waiting and in-flight request fails with `.shutdown`, every
-    /// connection closes. Waits for the thread, then closes the wake-up pipe. Idempotent.
+    /// connection closes. Waits for the thread, then closes the wake-up (no submit signals it
+    /// once the inbox is closed). Idempotent.
     func close() {
         guard inbox.close() else { return }
         wake()
         stopped.wait()
-        Glibc.close(wakeRead)
-        Glibc.close(wakeWrite)
+        wakeup?.close()
     }
 
-    private func wake() {
-        var one: UInt8 = 1
-        _ = Glibc.write(wakeWrite, &one, 1)
-    }
+    private func wake() { wakeup?.signal() }
 
     private func run() {
         var fds: [pollfd] = []
         var polled: [H2Connection] = []
         var nextScan = H2Clock.now() &+ Self.scanInterval
-        var drain = [UInt8](repeating: 0, count: 64)
         var batch: [H2Exchange] = []
         while true {
             let closed = inbox.take(into: &batch)
@@ -103,7 +94,7 @@ final class H2Loop: @unchecked Sendable {
             }
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            fds.append(pollfd(fd: wakeup?.fd ?? -1, events: Int16(POLLIN), revents: 0))
             for pool in pools.values {
                 for connection in pool.connections where connection.interest != 0 {
                     fds.append(pollfd(fd: connection.fd, events: connection.interest, revents: 0))
@@ -115,8 +106,9 @@ final class H2Loop: @unchecked Sendable {
                 let now = H2Clock.now()
                 timeout = nextScan <= now ? 0 : Int32((nextScan - now + 999_999) / 1_000_000)
             }
+            if wakeup == nil { timeout = min(timeout, Self.fallbackPollMillis) }
             if poll(&fds, nfds_t(fds.count), timeout) > 0 {
-                if fds[0].revents != 0 { _ = Glibc.read(wakeRead, &drain, drain.count) }
+                if fds[0].revents != 0 { wakeup?.consume() }
                 for (index, connection) in polled.enumerated() where fds[index + 1].revents != 0 {
                     if connection.state != .closed { connection.handle(events: fds[index + 1].revents) }
                 }

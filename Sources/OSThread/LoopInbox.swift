@@ -1,12 +1,13 @@
 import Synchronization
 
-/// The requests submitted to a transport's loop thread (`CurlLoop`, `H2Loop`) and not yet taken.
+/// What other threads hand to one loop thread, and not yet taken: the one inbox of every loop
+/// (the AMQP connection threads, the HTTP/2 and curl loops).
 ///
 /// Wake-ups: `submit` calls `wake` only when it makes the inbox non-empty, under the lock (so
 /// `close` cannot tear the wake-up channel down in between). The loop takes the whole inbox at the
 /// top of each pass and sleeps only where a pending wake-up returns; so a non-empty inbox always
 /// has a wake-up pending or a pass coming, and a burst of submits costs one wake-up and one pass.
-final class LoopInbox<Item: Sendable>: Sendable {
+public final class LoopInbox<Item: Sendable>: Sendable {
     private struct State {
         var queue: [Item] = []
         var closed = false
@@ -14,8 +15,10 @@ final class LoopInbox<Item: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
+    public init() {}
+
     /// Queues `item`, calling `wake` if the inbox was empty; false (nothing queued) once closed.
-    func submit(_ item: Item, wake: () -> Void) -> Bool {
+    public func submit(_ item: Item, wake: () -> Void) -> Bool {
         state.withLock { s in
             guard !s.closed else { return false }
             s.queue.append(item)
@@ -24,18 +27,25 @@ final class LoopInbox<Item: Sendable>: Sendable {
         }
     }
 
-    /// Closes the inbox; true only the first time.
-    func close() -> Bool {
+    /// `submit`, woken through `wakeup`.
+    public func submit(_ item: Item, wakeup: LoopWakeup) -> Bool { submit(item, wake: wakeup.signal) }
+
+    /// Refuses further items (what is queued stays, for `take`); true only the first time.
+    public func close() -> Bool {
         state.withLock { s in
             defer { s.closed = true }
             return !s.closed
         }
     }
 
-    /// Moves everything queued so far into `items` (emptied first) and tells whether the inbox
-    /// is closed (the loop then stops). The two buffers trade places: the loop keeps `items`
-    /// from pass to pass and the queue reuses its capacity, so a pass allocates nothing.
-    func take(into items: inout [Item]) -> Bool {
+    /// True once `close` was called.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Moves everything queued so far into `items` (emptied first), in order, and tells whether
+    /// the inbox is closed (the loop then stops). The two buffers trade places: the loop keeps
+    /// `items` from pass to pass and the queue reuses its capacity, so a pass allocates nothing.
+    @discardableResult
+    public func take(into items: inout [Item]) -> Bool {
         items.removeAll(keepingCapacity: true)
         return state.withLock { s in
             swap(&items, &s.queue)
