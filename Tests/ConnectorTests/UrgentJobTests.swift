@@ -80,7 +80,7 @@ import Testing
         defer { _ = worker }
         let file = f.directory + "/urgent.json"
         try jobJSON("otp-dead", tokens: ["unavailable-otp"]).write(toFile: file, atomically: true, encoding: .utf8)
-        let common = ["--amqp-url", f.vhostURL, "--prefix", f.topology.prefix, "--retry-tiers", "1"]
+        let common = ["--amqp-url", f.vhostURL, "--prefix", f.topology.prefix]
         var (code, _, err) = await runCLI(["send", "--priority", "high", "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix, file])
         #expect(code == 0, "\(err)")
         let dead = try await f.results(1, timeout: .seconds(20))

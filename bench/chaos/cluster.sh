@@ -78,11 +78,12 @@ take_cpu_lock
 log "starting a three-node cluster in $CLUSTER"
 eval "$(cluster start --owner-pid $$)"
 URLS=$PUSH_TEST_AMQP_URLS
-BROKER_ARGS=(--amqp-url "$URLS" --retry-tiers "1,2,5")
+BROKER_ARGS=(--amqp-url "$URLS")
+TIER_ARGS=(--retry-tiers "1,2,5")  # only topology declare and the workers read them
 log "nodes: $PUSH_TEST_CLUSTER_NODES"
 
 start_emulator --latency 20
-"$PC" topology declare "${BROKER_ARGS[@]}" >/dev/null
+"$PC" topology declare "${BROKER_ARGS[@]}" "${TIER_ARGS[@]}" >/dev/null
 log "topology declared; push.jobs members: $(ctl_any list_queues name members | awk '$1 == "push.jobs" {$1 = ""; print}')"
 
 python3 "$ROOT/bench/chaos/make_jobs.py" "$JOBS" "$WORK/jobs.jsonl"

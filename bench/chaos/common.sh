@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034  # EMULATOR_PID, WPID are read by the sourcing script
 # What bench/chaos/run.sh and bench/chaos/cluster.sh share; sourced after they parsed their
-# options. Uses NAME (the script's name for messages), BUILD, LIMIT, WORK, JOBS and BROKER_ARGS.
+# options. Uses NAME (the script's name for messages), BUILD, LIMIT, WORK, JOBS, BROKER_ARGS and TIER_ARGS.
 # shellcheck source=bench/common.sh
 . "$ROOT/bench/common.sh"
 
@@ -60,7 +60,7 @@ publish() {
 # start_worker INDEX EXTRA...: a worker process logging to logs/worker-INDEX.log; sets WPID[INDEX].
 start_worker() {
   local i=$1; shift
-  "$PC" worker --config "$WORK/apps.json" --no-declare "${BROKER_ARGS[@]}" --retry-base-delay 1 \
+  "$PC" worker --config "$WORK/apps.json" --no-declare "${BROKER_ARGS[@]}" "${TIER_ARGS[@]}" --retry-base-delay 1 \
     --fcm-url "$EMU_URL" --ca-file "$WORK/certs/ca.pem" --shutdown-deadline 10 "$@" \
     >>"$WORK/logs/worker-$i.log" 2>&1 9>&- &
   WPID[i]=$!

@@ -125,12 +125,13 @@ WATCHDOG=$!
 log "starting a RabbitMQ node (line ${PUSH_TEST_RABBITMQ_LINE:-system}: rabbitmq-server $("$ROOT/scripts/rabbitmq-lines.sh" version "${PUSH_TEST_RABBITMQ_LINE:-system}"))"
 broker_launch
 log "node $NODE at $AMQP_URL"
-BROKER_ARGS=(--amqp-url "$AMQP_URL" --retry-tiers "$RETRY_TIERS")
+BROKER_ARGS=(--amqp-url "$AMQP_URL")
+TIER_ARGS=(--retry-tiers "$RETRY_TIERS")  # only topology declare and the workers read them
 
 log "starting fcm-emulator (TLS, faults: ${EMULATOR_FAULTS[*]})"
 start_emulator "${EMULATOR_FAULTS[@]}"
 echo "$EMULATOR_PID" > "$WORK/pids/emulator"
-"$PC" topology declare "${BROKER_ARGS[@]}" >/dev/null
+"$PC" topology declare "${BROKER_ARGS[@]}" "${TIER_ARGS[@]}" >/dev/null
 
 python3 "$ROOT/bench/chaos/make_jobs.py" "$JOBS" "$WORK/jobs.jsonl"
 RECIPIENTS=$(python3 -c 'import sys,json; print(sum(len(json.loads(l)["recipients"]) for l in open(sys.argv[1])))' "$WORK/jobs.jsonl")

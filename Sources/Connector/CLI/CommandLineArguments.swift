@@ -12,6 +12,10 @@ public struct CommandSpec: Sendable {
     public var options: [OptionSpec]
     public var positionals: ClosedRange<Int>
     public var usage: String
+    /// Options this command used to list and never read: given on the command line they are
+    /// skipped with a warning (and their value with them), so that scripts sharing one set of
+    /// broker arguments keep working for a release; the help no longer lists them.
+    public var retired: [RetiredOption]
 
     /// One declaration per option: the help lists `options` in order after `about`, then
     /// `footer`, then how the environment and the settings file name them.
@@ -20,6 +24,8 @@ public struct CommandSpec: Sendable {
         self.name = name
         self.options = options + [Self.settingsOption] + (options.contains { $0.name == "--check" } ? [] : [CommonOptions.check])
         self.positionals = positionals
+        let names = Set(self.options.map(\.name))
+        retired = Self.retiredOptions.filter { !names.contains($0.name) && $0.appliesTo(names) }
         var text = "usage: push-connector \(name) \(synopsis)\n\n\(about)\n\noptions:\n"
         text += self.options.map(\.helpLine).joined(separator: "\n")
         if !footer.isEmpty { text += "\n\n" + footer }
@@ -34,6 +40,24 @@ public struct CommandSpec: Sendable {
 
     /// The option that was called `name` before a rename.
     public func option(formerlyNamed name: String) -> OptionSpec? { options.first { $0.formerName?.name == name } }
+
+    /// An option skipped with a warning by the commands that never read it.
+    public struct RetiredOption: Sendable {
+        public let name: String
+        let takesValue: Bool
+        let why: String
+        /// Whether a command with these option names used to list it.
+        let appliesTo: @Sendable (Set<String>) -> Bool
+    }
+
+    /// `--retry-tiers`, once listed by every command that takes `--amqp-url` (`send`, `results`,
+    /// the `dlq` commands, `cancel`, `pause`).
+    static let retiredOptions = [
+        RetiredOption(name: "--retry-tiers", takesValue: true, why: "only the worker and the topology commands read retry tiers",
+                      appliesTo: { $0.contains("--amqp-url") }),
+    ]
+
+    public func retiredOption(_ name: String) -> RetiredOption? { retired.first { $0.name == name } }
 
     /// `--settings FILE` (env `PUSH_CONNECTOR_SETTINGS`), on every command.
     static let settingsOption = OptionSpec.value(
@@ -91,6 +115,14 @@ public struct ParsedArguments: Sendable {
             if let eq = argument.firstIndex(of: "=") {
                 name = String(argument[..<eq])
                 inline = String(argument[argument.index(after: eq)...])
+            }
+            if spec.option(name) == nil, let retired = spec.retiredOption(name) {
+                if retired.takesValue, inline == nil {
+                    guard i < arguments.count else { throw UsageError("\(spec.name): \(name) needs a value") }
+                    i += 1
+                }
+                deprecations.append("\(name) is ignored here (\(retired.why)) and will be refused by a later release: drop it")
+                continue
             }
             var former: String?
             if spec.option(name) == nil, let renamed = spec.option(formerlyNamed: name) { (former, name) = (name, renamed.name) }
