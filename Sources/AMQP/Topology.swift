@@ -1,5 +1,6 @@
-/// The broker topology (docs/ARCHITECTURE.md) as a pure value (no I/O): exchanges, queues with their
-/// arguments, and bindings, named from a prefix. Declare it with `declare(on:)`.
+/// The broker topology (docs/decisions/0057-topology-is-a-pure-value.md) as a pure value (no
+/// I/O): exchanges, queues with their arguments, and bindings, named from a prefix. Declare it
+/// with `declare(on:)`.
 ///
 /// With prefix `push`:
 /// - `push.jobs` direct exchange → quorum queue `push.jobs` (binding key `job`): DLX `push.dlx`,

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 
 /// The shipped binary links FoundationEssentials only: libFoundation and its ICU data were
-/// ~10 MiB of every worker's resident memory (docs/ARCHITECTURE.md). A module of the binary that
-/// imports `Foundation` again fails here, not silently in the next benchmark.
+/// ~10 MiB of every worker's resident memory (docs/decisions/0001-shipped-binary-foundationessentials.md).
+/// A module of the binary that imports `Foundation` again fails here, not silently in the next
+/// benchmark.
 @Suite struct ShippedBinaryTests {
     @Test func pushConnectorLinksNeitherFoundationNorICU() throws {
         let process = Process()

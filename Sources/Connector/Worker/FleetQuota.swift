@@ -5,7 +5,7 @@ import PushCore
 import Synchronization
 
 /// Makes the worker processes on one job queue behave as one client of FCM's per-project quota
-/// (docs/ARCHITECTURE.md, "Replicas that share the quota"):
+/// (docs/decisions/0058-replicas-share-the-quota.md):
 ///
 /// - **Share.** At start, whenever one of this process's lanes starts or stops consuming, and
 ///   every `refreshInterval`, it counts the consumers of the job queue and sets its rate limiter
