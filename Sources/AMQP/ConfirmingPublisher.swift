@@ -169,67 +169,6 @@ public final class ConfirmingPublisher: Sendable {
 
     // MARK: connection thread
 
-    /// Confirms outstanding on the current channel, by publish sequence number.
-    private struct InFlight {
-        struct Entry {
-            var waiter: Waiter
-            var sentAt: ContinuousClock.Instant
-            var message: Outgoing
-            /// Set by a basic.return matched to this publish: its ack then fails with it.
-            var returned: AMQPError?
-        }
-        var waiting: [UInt64: Entry] = [:]
-        var lowest: UInt64 = 1
-        var next: UInt64 = 1
-
-        mutating func add(_ waiter: Waiter, _ message: Outgoing, at now: ContinuousClock.Instant) {
-            waiting[next] = Entry(waiter: waiter, sentAt: now, message: message)
-            next += 1
-        }
-
-        /// When the oldest unconfirmed publish was written, if any.
-        var oldestSentAt: ContinuousClock.Instant? { waiting[lowest]?.sentAt }
-
-        /// Marks the oldest unconfirmed, not yet returned publish of this exchange, routing key
-        /// and body as returned. False when none matches (the return is then ignored).
-        mutating func markReturned(exchange: String, routingKey: String, body: Data, _ error: AMQPError) -> Bool {
-            var tag = lowest
-            while tag < next {
-                if let entry = waiting[tag], entry.returned == nil, entry.message.exchange == exchange,
-                   entry.message.routingKey == routingKey, entry.message.body == body {
-                    waiting[tag]?.returned = error
-                    return true
-                }
-                tag += 1
-            }
-            return false
-        }
-
-        mutating func settle(_ tag: UInt64, multiple: Bool, _ result: Result<Void, AMQPError>) {
-            func resume(_ entry: Entry?) {
-                guard let entry else { return }
-                entry.waiter.settle(entry.returned.map { .failure($0) } ?? result)
-            }
-            if multiple {
-                while lowest <= tag {
-                    resume(waiting.removeValue(forKey: lowest))
-                    lowest += 1
-                }
-            } else {
-                resume(waiting.removeValue(forKey: tag))
-            }
-            while lowest < next && waiting[lowest] == nil { lowest += 1 }
-        }
-
-        /// Fails everything and restarts numbering (a new channel counts from 1 again).
-        mutating func failAll(_ error: AMQPError) {
-            for (_, entry) in waiting { entry.waiter.settle(.failure(error)) }
-            waiting = [:]
-            lowest = 1
-            next = 1
-        }
-    }
-
     private func run(settings: AMQPSettings, options: Options, ready: CheckedContinuation<Void, any Error>) {
         let connection: AMQPConnection
         do {
@@ -244,7 +183,7 @@ public final class ConfirmingPublisher: Sendable {
         ready.resume()
 
         let pollMillis = loopPollMillis(settings)
-        var inFlight = InFlight()
+        var inFlight = ConfirmTracker<Waiter>()
         var closers: [CheckedContinuation<Void, Never>] = []
         var closeDeadline = ContinuousClock.Instant.now
         var held: [(Outgoing, Waiter)] = []  // submitted while blocked
@@ -330,7 +269,7 @@ public final class ConfirmingPublisher: Sendable {
                 }
                 if corked { connection.cork(false) }  // (a write error above ends the connection anyway)
                 try flush()
-                if !closers.isEmpty && (inFlight.waiting.isEmpty || ContinuousClock.now >= closeDeadline) { break }
+                if !closers.isEmpty && (inFlight.isEmpty || ContinuousClock.now >= closeDeadline) { break }
                 if !flowBlocked, let sentAt = inFlight.oldestSentAt,
                    ContinuousClock.now - max(sentAt, unblockedAt) > options.confirmTimeout {
                     throw AMQPError.confirmTimeout(options.confirmTimeout)
@@ -339,13 +278,13 @@ public final class ConfirmingPublisher: Sendable {
                 while readAny < 1024, let frame = try connection.nextFrame(timeoutMicros: 0) {
                     readAny += 1
                     switch frame {
-                    case .ack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .success(()))
-                    case .nack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .failure(.nacked()))
+                    case .ack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .success(()), resume: Self.resume)
+                    case .nack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .failure(.nacked()), resume: Self.resume)
                     case .returned(let code, let text, let exchange, let key, let body):
                         let error = AMQPError.returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
                         _ = inFlight.markReturned(exchange: exchange, routingKey: key, body: body, error)
                     case .channelClosed(_, let error):
-                        inFlight.failAll(error)
+                        inFlight.failAll(error, resume: Self.resume)
                         try connection.openChannel(1)
                         try Self.selectConfirms(connection)
                     case .blocked(let reason):
@@ -375,12 +314,14 @@ public final class ConfirmingPublisher: Sendable {
         // A blocked broker reads nothing more from this socket: a close handshake would only wait.
         connection.close(timeout: options.closeTimeout, polite: !flowBlocked)
         let failure = loopError ?? AMQPError.closed("the publisher")
-        inFlight.failAll(failure)
+        inFlight.failAll(failure, resume: Self.resume)
         for (_, w) in held { w.settle(.failure(failure)) }
         for leftover in unprocessed + commands.close() { Self.fail(leftover, failure, closers: &closers) }
         blocked.store(false, ordering: .relaxed)
         for done in closers { done.resume() }
     }
+
+    private static func resume(_ waiter: Waiter, _ result: Result<Void, AMQPError>) { waiter.settle(result) }
 
     /// Messages a drained batch of commands publishes.
     private static func publishCount(_ batch: [Command]) -> Int {
