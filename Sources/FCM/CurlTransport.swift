@@ -1,3 +1,4 @@
+import OSThread
 import Synchronization
 
 /// The libcurl `HTTPTransport` (sends with `--fcm-transport curl`, access tokens always): libcurl
@@ -6,7 +7,7 @@ import Synchronization
 public final class CurlTransport: HTTPTransport {
     public let configuration: CurlTransportConfiguration
     private let loops: [CurlLoop]
-    private let permits: AsyncSemaphore
+    private let permits: PermitPool
     private let nextLoop = Atomic<Int>(0)
 
     public init(configuration: CurlTransportConfiguration = CurlTransportConfiguration()) {
@@ -14,14 +15,14 @@ public final class CurlTransport: HTTPTransport {
         loops = (0..<max(1, configuration.loops)).map {
             CurlLoop(configuration: configuration, name: "fcm-curl-\($0)")
         }
-        permits = AsyncSemaphore(permits: max(1, configuration.maxInFlight))
+        permits = PermitPool(capacity: configuration.maxInFlight)
     }
 
     deinit { shutdown() }
 
     public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
-        await permits.wait()
-        defer { permits.signal() }
+        await permits.acquire()
+        defer { permits.release() }
         let index = nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue
         let loop = loops[(index & Int.max) % loops.count]
         return await withCheckedContinuation { continuation in

@@ -1,3 +1,4 @@
+import OSThread
 /// The default FCM send transport: HTTP/2 on libnghttp2 directly (h2 over TLS with ALPN for
 /// https, h2c with prior knowledge for http), one event-loop thread owning every connection,
 /// up to `streamsPerConnection` streams per connection and ceil(maxInFlight / streams)
@@ -13,21 +14,21 @@
 public final class H2Transport: HTTPTransport {
     public let configuration: CurlTransportConfiguration
     private let loop: H2Loop
-    private let permits: AsyncSemaphore
+    private let permits: PermitPool
     private let requestTimeout: UInt64
 
     public init(configuration: CurlTransportConfiguration = CurlTransportConfiguration()) {
         self.configuration = configuration
         loop = H2Loop(configuration: configuration, name: "fcm-h2")
-        permits = AsyncSemaphore(permits: max(1, configuration.maxInFlight))
+        permits = PermitPool(capacity: configuration.maxInFlight)
         requestTimeout = H2Clock.nanoseconds(configuration.requestTimeout)
     }
 
     deinit { shutdown() }
 
     public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
-        await permits.wait()
-        defer { permits.signal() }
+        await permits.acquire()
+        defer { permits.release() }
         let deadline = H2Clock.now() &+ requestTimeout
         return await withCheckedContinuation { continuation in
             loop.submit(H2Exchange(request: request, deadline: deadline, completion: { continuation.resume(returning: $0) }))
@@ -37,13 +38,13 @@ public final class H2Transport: HTTPTransport {
     /// Submits `request` at once when a permit is free, with nothing suspended until the answer
     /// calls `completion` (on the loop's thread); otherwise waits for a permit in a task.
     public func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
-        guard permits.tryWait() else {
+        guard permits.tryAcquire() else {
             Task { completion(await send(request)) }
             return
         }
         let permits = permits
         loop.submit(H2Exchange(request: request, deadline: H2Clock.now() &+ requestTimeout, completion: { answer in
-            permits.signal()
+            permits.release()
             completion(answer)
         }))
     }

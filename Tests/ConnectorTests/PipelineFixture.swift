@@ -7,6 +7,7 @@ import PushCore
 import Synchronization
 import Testing
 @testable import Connector
+import OSThread
 
 /// A real pipeline for one test: the shared test broker (a unique topology prefix, or a vhost of
 /// its own), an in-process fcm-emulator with a throwaway service account, the App ID file, and
@@ -115,8 +116,8 @@ final class PipelineFixture: Sendable {
         configuration.shutdownDeadline = shutdownDeadline
         configuration.reconnectBackoff = Backoff(initial: .milliseconds(100), max: .seconds(1))
         var processor = JobProcessor(registry: registry, sender: sender, topology: topology, planner: JobPlanner(policy: policy))
-        processor.sendWindow = SendWindow(capacity: fcm.transport.maxInFlight)  // as `worker` runs
-        processor.jobAdmission = SendWindow(capacity: admission ?? 2 * fcm.transport.maxInFlight)
+        processor.sendWindow = PermitPool(capacity: fcm.transport.maxInFlight)  // as `worker` runs
+        processor.jobAdmission = PermitPool(capacity: admission ?? 2 * fcm.transport.maxInFlight)
         let worker = SendWorker(configuration: configuration, processor: processor,
                                 logger: Logger(component: "test-worker", minimumLevel: .warning), metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)

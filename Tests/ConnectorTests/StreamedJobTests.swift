@@ -6,6 +6,7 @@ import PushCore
 import Synchronization
 import Testing
 @testable import Connector
+import OSThread
 
 /// A job's recipients stream through the send window one permit at a time: composed just before
 /// they are sent, never the whole job up front (real emulator, real FCM client, no broker).
@@ -37,9 +38,9 @@ import Testing
                                                          defaultPayload: ["pushdata.source": "crm"])])
             var processor = JobProcessor(registry: registry, sender: try FCMPushSender(client: client, registry: registry),
                                          topology: Topology(prefix: "t", retryDelaysSeconds: [1]))
-            processor.sendWindow = SendWindow(capacity: window)
+            processor.sendWindow = PermitPool(capacity: window)
             processor.unsentGauge = HighWaterGauge()
-            processor.jobAdmission = admission.map { SendWindow(capacity: $0) }
+            processor.jobAdmission = admission.map { PermitPool(capacity: $0) }
             processor.admittedGauge = HighWaterGauge()
             self.processor = processor
         }

@@ -92,32 +92,6 @@ final class ManualClock: Sendable {
     }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct AsyncSemaphoreTests {
-    @Test func neverMoreThanThePermitsRunAtOnce() async {
-        let semaphore = AsyncSemaphore(permits: 3)
-        let counters = Counters()
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<50 {
-                group.addTask {
-                    await semaphore.wait()
-                    counters.state.withLock { $0.running += 1; $0.peak = max($0.peak, $0.running) }
-                    await Task.yield()
-                    counters.state.withLock { $0.running -= 1; $0.done += 1 }
-                    semaphore.signal()
-                }
-            }
-        }
-        let final = counters.state.withLock { $0 }
-        #expect(final.done == 50)
-        #expect(final.peak <= 3)
-        #expect(final.running == 0)
-    }
-}
-
-private final class Counters: Sendable {
-    let state = Mutex((running: 0, peak: 0, done: 0))
-}
-
 /// `rate_limit_per_minute` of an App ID becomes its project's rate in this process.
 @Suite(.timeLimit(.minutes(1))) struct ProjectLimitTests {
     @Test func aProjectLimitReplacesTheDefaultRateOfThatProjectOnly() {

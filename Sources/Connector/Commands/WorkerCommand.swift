@@ -3,6 +3,7 @@ import FCM
 import FoundationEssentials
 import Glibc
 import PushCore
+import OSThread
 
 /// `push-connector worker`: consumes send jobs, dispatches to FCM, publishes results, retries
 /// and dead-letters, until SIGTERM / SIGINT.
@@ -96,13 +97,13 @@ public struct WorkerCommand: Command {
         var processor = JobProcessor(catalog: catalog, topology: plan.topology, planner: JobPlanner(policy: plan.policy))
         processor.control = control
         processor.maxJobBytes = plan.maxJobBytes
-        processor.sendWindow = SendWindow(capacity: plan.fcm.transport.maxInFlight)
-        processor.jobAdmission = SendWindow(capacity: 2 * plan.fcm.transport.maxInFlight)
+        processor.sendWindow = PermitPool(capacity: plan.fcm.transport.maxInFlight)
+        processor.jobAdmission = PermitPool(capacity: 2 * plan.fcm.transport.maxInFlight)
         let worker = SendWorker(configuration: plan.worker, processor: processor, logger: logger, metrics: metrics)
         var urgentProcessor = processor
         urgentProcessor.urgent = true
-        urgentProcessor.sendWindow = SendWindow(capacity: plan.urgentInFlight)
-        urgentProcessor.jobAdmission = SendWindow(capacity: 2 * plan.urgentInFlight)
+        urgentProcessor.sendWindow = PermitPool(capacity: plan.urgentInFlight)
+        urgentProcessor.jobAdmission = PermitPool(capacity: 2 * plan.urgentInFlight)
         let urgentLane = SendWorker(configuration: plan.urgentWorker, processor: urgentProcessor, logger: logger, metrics: metrics)
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
         let fleet = plan.quotaRefresh.map { interval in

@@ -2,6 +2,7 @@ import AMQP
 import FoundationEssentials
 import PushCore
 import Synchronization
+import OSThread
 
 /// Turns one job delivery into the messages it causes, in three steps:
 /// - `intake` (synchronous): decode, find the App ID, check `not_after`, prepare the job's shared part;
@@ -26,8 +27,8 @@ public struct JobProcessor: Sendable {
     /// 1 MiB: far above the largest valid job (1 000 recipients with their data).
     public static let defaultMaxJobBytes = 1 << 20
     /// When set, each target of a job takes a permit before it is composed and gives it back
-    /// once sent (`SendWindow`): what is composed and waiting for FCM stays within the FCM window.
-    var sendWindow: SendWindow?
+    /// once sent (a `PermitPool`): what is composed and waiting for FCM stays within the FCM window.
+    var sendWindow: PermitPool?
     /// Counts composed messages not yet sent, with their high-water mark (tests; nil otherwise).
     var unsentGauge: HighWaterGauge?
     /// When set, a job takes `min(targets, capacity)` permits of it (`admit`) before its first
@@ -36,7 +37,7 @@ public struct JobProcessor: Sendable {
     /// `--max-in-flight`), so prefetched jobs of many recipients go a few at a time instead of all
     /// advancing together, each holding its per-recipient state (and then its results, while the
     /// broker is slow to confirm) to the end. A job larger than the capacity goes alone.
-    var jobAdmission: SendWindow?
+    var jobAdmission: PermitPool?
     /// Counts jobs admitted and not released, with their high-water mark (tests; nil otherwise).
     var admittedGauge: HighWaterGauge?
     /// The processor of the urgent lane (`Topology.urgentJobsQueue`): every job it handles is

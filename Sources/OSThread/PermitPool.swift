@@ -1,17 +1,16 @@
 import Synchronization
 
-/// How many recipients the process composes and sends at once (`--max-in-flight`): each target
-/// of a job takes a permit before it is composed and gives it back once sent (`JobProcessor`).
-/// Targets beyond it wait with nothing composed, so memory follows the sends in flight, not the
-/// prefetch times the recipients per job.
-///
-/// The same pool, twice as large, is the worker's job admission (`JobProcessor.jobAdmission`):
-/// a job takes a permit per recipient (at most the capacity) until it is settled.
+/// A pool of permits, the one bound on work in flight used everywhere: the worker's send window
+/// (`--max-in-flight`: each target of a job takes a permit before it is composed and gives it
+/// back once sent, so memory follows the sends in flight, not the prefetch times the recipients
+/// per job), its job admission (the same pool twice as large: a job takes a permit per recipient
+/// until it is settled), and the FCM transports' cap on requests in flight.
 ///
 /// First come, first served: a waiter asking for several permits at the head waits for its
-/// share rather than being overtaken forever by smaller ones. A waiter is a suspended task
-/// (`acquire(_:)`) or a callback (`acquire(_:then:)`), which waits without holding a task.
-final class SendWindow: Sendable {
+/// share rather than being overtaken forever by smaller ones, and `tryAcquire` does not jump the
+/// line. A waiter is a suspended task (`acquire(_:)`) or a callback (`acquire(_:then:)`), which
+/// waits without holding a task.
+public final class PermitPool: Sendable {
     /// How a waiter is let in.
     private enum Resumption {
         case task(CheckedContinuation<Void, Never>)
@@ -36,17 +35,18 @@ final class SendWindow: Sendable {
     }
 
     /// Permits in all.
-    let capacity: Int
+    public let capacity: Int
     private let state: Mutex<State>
 
-    init(capacity: Int) {
+    public init(capacity: Int) {
         self.capacity = max(1, capacity)
         state = Mutex(State(available: max(1, capacity)))
     }
 
     /// Takes `weight` permits (clamped to 1...capacity), waiting until they are free; returns the
     /// number taken, to hand back to `release`.
-    func acquire(_ weight: Int) async -> Int {
+    @discardableResult
+    public func acquire(_ weight: Int = 1) async -> Int {
         let weight = min(max(weight, 1), capacity)
         let now = state.withLock { s -> Bool in
             guard s.head == s.waiters.count, s.available >= weight else { return false }
@@ -64,8 +64,19 @@ final class SendWindow: Sendable {
     /// to hand back to `release`: at once, on the caller's thread, when they are free; otherwise
     /// from the `release` that frees them. Nothing is suspended meanwhile: a waiting job costs
     /// its callback, not a task.
-    func acquire(_ weight: Int, then granted: @escaping @Sendable (Int) -> Void) {
+    public func acquire(_ weight: Int = 1, then granted: @escaping @Sendable (Int) -> Void) {
         take(min(max(weight, 1), capacity), or: .callback(granted))
+    }
+
+    /// Takes `weight` permits (clamped to 1...capacity) if they are free and nobody waits ahead;
+    /// false, with nothing taken, otherwise.
+    public func tryAcquire(_ weight: Int = 1) -> Bool {
+        let weight = min(max(weight, 1), capacity)
+        return state.withLock { s -> Bool in
+            guard s.head == s.waiters.count, s.available >= weight else { return false }
+            s.available -= weight
+            return true
+        }
     }
 
     /// Takes `weight` permits now if they are free and nobody waits before, or queues `resumption`.
@@ -82,7 +93,7 @@ final class SendWindow: Sendable {
     }
 
     /// Gives back `weight` permits and lets in the waiters at the head that now fit.
-    func release(_ weight: Int) {
+    public func release(_ weight: Int = 1) {
         guard weight > 0 else { return }
         let ready = state.withLock { s -> [Waiter] in
             s.available += weight
@@ -106,8 +117,8 @@ final class SendWindow: Sendable {
     }
 
     /// Permits free right now (for tests and metrics).
-    var available: Int { state.withLock { $0.available } }
+    public var available: Int { state.withLock { $0.available } }
 
-    /// Jobs waiting for their share.
-    var queued: Int { state.withLock { $0.waiters.count - $0.head } }
+    /// Waiters waiting for their share.
+    public var queued: Int { state.withLock { $0.waiters.count - $0.head } }
 }
