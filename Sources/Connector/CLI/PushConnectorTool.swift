@@ -97,6 +97,9 @@ public enum PushConnectorTool {
         } catch let error as CommandFailure {
             context.console.err(error.description)
             return error.exitCode
+        } catch let error as ConfigurationError {
+            context.console.err(error.description)
+            return 2
         } catch {
             context.console.err("push-connector: \(error)")
             return 1

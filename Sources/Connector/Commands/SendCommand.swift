@@ -57,7 +57,7 @@ public struct SendCommand: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "send")
         let topology = try CommonOptions.topology(arguments, command: "send")
-        let registry = try arguments.value("--config").map { path throws(CommandFailure) in try AppConfigurationFile.load(path) }
+        let registry = try arguments.value("--config").map { path throws(ConfigurationError) in try AppConfigurationFile.load(path) }
         var jobs: [(body: [UInt8], urgent: Bool)] = []
         var problems: [String] = []
         for path in arguments.positionals {

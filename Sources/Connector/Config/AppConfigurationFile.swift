@@ -6,12 +6,12 @@ import PushCore
 /// A relative `credentials_file` is resolved against the App ID file's directory (not the
 /// working directory), so the file and its keys can move together (a ConfigMap beside a Secret).
 public enum AppConfigurationFile {
-    /// The registry in `path`, or a `CommandFailure` naming the file, field and rule of each problem.
-    public static func load(_ path: String) throws(CommandFailure) -> AppRegistry {
+    /// The registry in `path`, or a `ConfigurationError` naming the file, field and rule of each problem.
+    public static func load(_ path: String) throws(ConfigurationError) -> AppRegistry {
         try registry(path, bytes: try readFile(path, what: "App ID configuration"))
     }
 
-    static func registry(_ path: String, bytes: [UInt8]) throws(CommandFailure) -> AppRegistry {
+    static func registry(_ path: String, bytes: [UInt8]) throws(ConfigurationError) -> AppRegistry {
         do {
             let registry = try AppRegistry.decode(bytes)
             return AppRegistry(registry.appIDs.map { id in
@@ -20,7 +20,7 @@ public enum AppConfigurationFile {
                 return app
             })
         } catch {
-            throw CommandFailure(error.issues.map { "\(path): \($0)" }.joined(separator: "\n"), exitCode: 2)
+            throw ConfigurationError(error.issues.map { "\(path): \($0)" }.joined(separator: "\n"))
         }
     }
 
@@ -77,11 +77,11 @@ public enum AppConfigurationFile {
     }
 
     /// The bytes of a file (or standard input for "-"), or a one-line error naming it.
-    public static func readFile(_ path: String, what: String) throws(CommandFailure) -> [UInt8] {
+    public static func readFile(_ path: String, what: String) throws(ConfigurationError) -> [UInt8] {
         if path == "-" { return FileOutput.readStandardInput() }
         guard let data = FileManager.default.contents(atPath: path) else {
             let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist"
-            throw CommandFailure("\(path): \(what) file \(reason)", exitCode: 2)
+            throw ConfigurationError("\(path): \(what) file \(reason)")
         }
         return Array(data)
     }

@@ -12,15 +12,15 @@ public struct EventKeys: Sendable {
     }
 
     /// Reads a keys file; the error names the file, never a key.
-    public static func load(_ path: String) throws(CommandFailure) -> EventKeys {
+    public static func load(_ path: String) throws(ConfigurationError) -> EventKeys {
         let bytes = try AppConfigurationFile.readFile(path, what: "event keys")
         guard let json = try? JSONValue.parse(bytes), let object = json["keys"]?.objectValue else {
-            throw CommandFailure("\(path): must be a JSON object {\"keys\": {\"<app_id>\": \"<key>\"}}", exitCode: 2)
+            throw ConfigurationError("\(path): must be a JSON object {\"keys\": {\"<app_id>\": \"<key>\"}}")
         }
         var keys: [String: String] = [:]
         for (app, value) in object {
             guard let key = value.stringValue, key.utf8.count >= 16 else {
-                throw CommandFailure("\(path): keys.\(app) must be a string of at least 16 bytes", exitCode: 2)
+                throw ConfigurationError("\(path): keys.\(app) must be a string of at least 16 bytes")
             }
             keys[app] = key
         }

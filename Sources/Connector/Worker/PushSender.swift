@@ -38,7 +38,7 @@ public final class FCMPushSender: PushSender {
 
     /// Loads every App ID's credentials; a bad file is refused here, at start, by name. Then
     /// applies the App IDs' `rate_limit_per_minute` to their projects (the lowest per project).
-    public init(client: FCMClient, registry: AppRegistry) throws(CommandFailure) {
+    public init(client: FCMClient, registry: AppRegistry) throws(ConfigurationError) {
         self.client = client
         var accounts: [String: ServiceAccount] = [:]
         for appID in registry.appIDs {
@@ -49,7 +49,7 @@ public final class FCMPushSender: PushSender {
                 _ = try RSASigner(pem: account.privateKey)  // a key that cannot sign is refused now, not per job
                 accounts[appID] = account
             } catch {
-                throw CommandFailure("app \(appID): credentials_file: \(error)", exitCode: 2)
+                throw ConfigurationError("app \(appID): credentials_file: \(error)")
             }
         }
         self.accounts = accounts
