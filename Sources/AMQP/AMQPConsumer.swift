@@ -163,14 +163,23 @@ public final class AMQPConsumer: Sendable {
         let pollMillis = loopPollMillis(settings)
         var closers: [CheckedContinuation<Void, Never>] = []
         var unprocessed: [Command] = []  // drained but not executed (error or close mid-batch)
-        var streamFinished = false
-        var cancelSent = false
-        var resizingTo: UInt16?  // a cancel sent, to consume again with this prefetch
-        var waitingFor: UInt16?  // cancelled, to consume with this prefetch once there is room
+        var subscription = ConsumerSubscription()
         func sendAcks(flush: Bool) throws(AMQPError) {
             guard let pending = coalescer?.completed, pending > 0 else { return }
             for ack in coalescer!.acks(now: .now, flush: flush) {
                 try connection.ack(ack.deliveryTag, multiple: ack.multiple)
+            }
+        }
+        /// Carries out what the subscription decided (`ConsumerSubscription`).
+        func take(_ step: ConsumerSubscription.Step) throws(AMQPError) {
+            switch step {
+            case .nothing: break
+            case .sendCancel: try connection.sendCancel(consumerTag: consumerTag)
+            case .consume(let target):
+                consumerTag = try startConsuming(connection, prefetch: target, exclusive: exclusive, arguments: arguments)
+                coalescer?.stragglerLimit = Int(target) / 4
+            case .hold: currentPrefetch.store(0, ordering: .relaxed)
+            case .finishStream: continuation.finish()
             }
         }
         var batch: [Command] = []
@@ -186,16 +195,7 @@ public final class AMQPConsumer: Sendable {
                             try connection.nack(tag, multiple: multiple, requeue: requeue)
                         case .reject(let tag, let requeue): try connection.reject(tag, requeue: requeue)
                         case .cancel:
-                            if !cancelSent && !streamFinished {
-                                cancelSent = true
-                                if waitingFor != nil {  // no consumer to cancel
-                                    waitingFor = nil
-                                    streamFinished = true
-                                    continuation.finish()
-                                } else if resizingTo == nil {  // else a resize's cancel-ok ends the stream
-                                    try connection.sendCancel(consumerTag: consumerTag)
-                                }
-                            }
+                            try take(subscription.cancel())
                         case .close(let done):
                             closers.append(done)
                             unprocessed = Array(batch[(index + 1)...])
@@ -214,18 +214,11 @@ public final class AMQPConsumer: Sendable {
                     switch frame {
                     case .deliver(let delivery):
                         coalescer?.delivered(delivery.deliveryTag, bytes: delivery.body.count)
-                        if !streamFinished { continuation.yield(delivery) }
+                        if subscription.handsOutDeliveries { continuation.yield(delivery) }
                     case .other(let method) where method == AMQPMethod.basicCancelOK:
-                        if let target = resizingTo, !cancelSent {
-                            resizingTo = nil
-                            waitingFor = target
-                            currentPrefetch.store(0, ordering: .relaxed)
-                        } else {
-                            streamFinished = true
-                            continuation.finish()
-                        }
+                        try take(subscription.cancelConfirmed())
                     case .cancelledByServer:
-                        streamFinished = true
+                        subscription.cancelledByServer()
                         continuation.finish(throwing: AMQPError.consumerCancelledByServer(queue))
                     case .channelClosed(_, let error):
                         throw error
@@ -233,19 +226,10 @@ public final class AMQPConsumer: Sendable {
                     }
                     connection.releaseBuffers()
                 }
-                if let sizing, let held = coalescer, !cancelSent, !streamFinished {
-                    if let target = waitingFor {
-                        if sizing.mayConsume(target, held: held.held, heldBytes: held.heldBytes) {
-                            waitingFor = nil
-                            consumerTag = try startConsuming(connection, prefetch: target, exclusive: exclusive,
-                                                             arguments: arguments)
-                            coalescer?.stragglerLimit = Int(target) / 4
-                        }
-                    } else if resizingTo == nil,
-                              let target = sizing.resize(current: prefetch, held: held.held, heldBytes: held.heldBytes) {
-                        resizingTo = target
-                        try connection.sendCancel(consumerTag: consumerTag)
-                    }
+                if let sizing, let held = coalescer {
+                    try take(subscription.size(
+                        resize: { sizing.resize(current: prefetch, held: held.held, heldBytes: held.heldBytes) },
+                        mayConsume: { sizing.mayConsume($0, held: held.held, heldBytes: held.heldBytes) }))
                 }
                 if readAny == 0 { commands.wait(socketFD: connection.socketFD, timeoutMillis: pollMillis) }
             }
