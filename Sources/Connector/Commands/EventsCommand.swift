@@ -114,8 +114,9 @@ public struct EventsCommand: Command {
         }
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)
-        await service.run(until: shutdown)
-        return 0
+        guard case .endedEarly = await ServiceGroup([service]).run(until: shutdown) else { return 0 }
+        logger.error("the events service ended on its own")
+        return 1
     }
 
     /// `--check`: the files beyond what option parsing checked, then what would run.

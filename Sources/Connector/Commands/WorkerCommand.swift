@@ -112,12 +112,11 @@ public struct WorkerCommand: Command {
             return FleetQuota(configuration: configuration, rateLimiter: client.rateLimiter, status: worker.status,
                               metrics: FleetQuotaMetrics(metrics), logger: logger)
         }
-        var server: MicroHTTPServer?
-        if let address = plan.http {
+        let server = try plan.http.map { address throws(CommandFailure) in
             var http = MicroHTTPServer.Configuration()
             (http.host, http.port, http.threads, http.connectionLimit) = (address.host, address.port, 1, 64)
             do {
-                server = try MicroHTTPServer(configuration: http, handler: WorkerEndpoints.handler(for: worker))
+                return try MicroHTTPServer(configuration: http, handler: WorkerEndpoints.handler(for: worker))
             } catch {
                 throw CommandFailure("worker: --http: \(error)")
             }
@@ -136,15 +135,13 @@ public struct WorkerCommand: Command {
                                         "broker": plan.settings.redactedURL, "lanes": "\(plan.worker.lanes)",
                                         "http": server.map { "\(plan.http?.host ?? ""):\($0.port)" } ?? "off",
                                         "version": BuildInfo.version])
-        let fleetTask = fleet.map { fleet in Task { await fleet.run(until: shutdown) } }
-        let controlTask = Task { await control.run(until: shutdown) }
-        async let urgent: Void = urgentLane.run(until: shutdown)
-        await worker.run(until: shutdown)
-        await urgent
-        await controlTask.value
-        await fleetTask?.value
-        await server?.stop()
-        return 0
+        // The endpoint outlives the drain: /readyz and /metrics answer while the lanes settle.
+        let services: [any Service] = [worker, urgentLane, control] + (fleet.map { [$0] } ?? [])
+        let ending = await ServiceGroup(services, afterDrain: [{ await server?.stop() }]).run(until: shutdown)
+        guard case .endedEarly(let index) = ending else { return 0 }
+        logger.error("a part of the worker ended on its own; the others were drained and stopped",
+                     ["part": ["campaign lanes", "urgent lane", "control log", "fleet quota"][index]])
+        return 1
     }
 }
 

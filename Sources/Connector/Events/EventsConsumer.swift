@@ -23,7 +23,7 @@ import Synchronization
 /// transaction, or an unparseable result that cannot be copied to the DLQ, ends the stream
 /// consumer; it starts again (with backoff) from the stored offset, so nothing is skipped. The
 /// stream's acks only return the credit of `prefetch`.
-public final class EventsConsumer: Sendable {
+public final class EventsConsumer: Service {
     /// Tunables of the consumer.
     public struct Configuration: Sendable {
         public var settings: AMQPSettings

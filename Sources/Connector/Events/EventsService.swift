@@ -4,7 +4,7 @@ import PushCore
 
 /// `push-connector events` as a library: the ingestion endpoint (optional) and the consumer
 /// into SQLite or PostgreSQL (optional), sharing one set of metrics.
-public final class EventsService: Sendable {
+public final class EventsService: Service {
     /// What to run and how.
     public struct Configuration: Sendable {
         public var settings: AMQPSettings

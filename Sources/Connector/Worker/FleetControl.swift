@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// While the log cannot be read the last known state holds (logged); a record that is not valid
 /// is skipped with a warning (it changes nothing).
-public final class FleetControl: Sendable {
+public final class FleetControl: Service {
     /// What a job must do instead of being sent.
     public enum Verdict: Sendable, Equatable {
         case cancel(ControlRecord)

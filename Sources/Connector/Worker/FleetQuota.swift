@@ -17,7 +17,7 @@ import Synchronization
 ///
 /// All of it runs on a control connection of its own. While it is down, sends go on at the last
 /// share (logged; reopened with backoff); a 429 then pauses only the process that got it.
-public final class FleetQuota: Sendable {
+public final class FleetQuota: Service {
     /// Tunables.
     public struct Configuration: Sendable {
         public var settings: AMQPSettings

@@ -20,7 +20,7 @@ import Synchronization
 /// back by themselves; the lane abandons them at once). On shutdown each lane cancels its
 /// consumer, lets in-flight deliveries finish within `shutdownDeadline`, and closes: anything
 /// unfinished stays unacked and the broker requeues it.
-public final class SendWorker: Sendable {
+public final class SendWorker: Service {
     /// Tunables of the worker.
     public struct Configuration: Sendable {
         public var settings: AMQPSettings
