@@ -83,20 +83,20 @@ import Testing
     @Test func aRenamedOptionIsStillReadUnderItsFormerNameWithAWarning() async throws {
         let spec = EventsCommand.spec
         var parsed = try ParsedArguments(["--batch-delay-ms", "20", "--request-deadline-s", "45"], spec: spec, environment: [:])
-        #expect(parsed.value("--batch-delay") == "20ms" && parsed.requiredMilliseconds("--batch-delay") == 20)
-        #expect(parsed.requiredSeconds("--request-deadline") == 45)
+        #expect(parsed[.batchDelay] == "20ms" && parsed.requiredMilliseconds(.batchDelay) == 20)
+        #expect(parsed.requiredSeconds(.requestDeadline) == 45)
         #expect(parsed.deprecations == ["--batch-delay-ms is deprecated and will be removed: use --batch-delay (20 reads as 20ms)",
                                         "--request-deadline-s is deprecated and will be removed: use --request-deadline"], "\(parsed.deprecations)")
         parsed = try ParsedArguments([], spec: spec, environment: ["PUSH_CONNECTOR_BATCH_DELAY_MS": "7"])
-        #expect(parsed.requiredMilliseconds("--batch-delay") == 7 && parsed.deprecations.first?.hasPrefix("PUSH_CONNECTOR_BATCH_DELAY_MS (environment) is deprecated") == true)
+        #expect(parsed.requiredMilliseconds(.batchDelay) == 7 && parsed.deprecations.first?.hasPrefix("PUSH_CONNECTOR_BATCH_DELAY_MS (environment) is deprecated") == true)
         let folder = try temporaryDirectory()
         let settings = folder + "/settings.json"
         try #"{"batch_delay_ms": 9}"#.write(toFile: settings, atomically: true, encoding: .utf8)
         parsed = try ParsedArguments(["--settings", settings], spec: spec, environment: [:], knownKeys: PushConnectorTool.settingKeys)
-        #expect(parsed.requiredMilliseconds("--batch-delay") == 9 && parsed.deprecations.first?.contains("batch_delay_ms is deprecated") == true)
+        #expect(parsed.requiredMilliseconds(.batchDelay) == 9 && parsed.deprecations.first?.contains("batch_delay_ms is deprecated") == true)
         parsed = try ParsedArguments(["--batch-delay", "5ms"], spec: spec, environment: ["PUSH_CONNECTOR_BATCH_DELAY_MS": "7"])
-        #expect(parsed.requiredMilliseconds("--batch-delay") == 5 && parsed.deprecations.isEmpty, "the new name wins, nothing to warn of")
-        #expect(parsed.requiredMilliseconds("--batch-delay") == 5)
+        #expect(parsed.requiredMilliseconds(.batchDelay) == 5 && parsed.deprecations.isEmpty, "the new name wins, nothing to warn of")
+        #expect(parsed.requiredMilliseconds(.batchDelay) == 5)
 
         var (code, _, err) = await runCLI(["events", "--no-consume", "--http", "127.0.0.1:0", "--batch-delay-ms", "20", "--check"])
         #expect(code == 0 && err.contains("push-connector events: warning: --batch-delay-ms is deprecated"), "\(err)")

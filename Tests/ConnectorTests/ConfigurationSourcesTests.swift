@@ -51,19 +51,19 @@ struct AppFolder {
         let settings = try folder.write("settings.json", #"{"lanes": 4, "prefetch": 9, "max_attempts": 5, "no_declare": true}"#)
         let environment = ["PUSH_CONNECTOR_LANES": "3", "PUSH_CONNECTOR_PREFETCH": "7", "PUSH_CONNECTOR_SETTINGS": settings]
         let a = try ParsedArguments(["--config", folder.appsFile, "--lanes", "2"], spec: WorkerCommand.spec, environment: environment)
-        #expect(a.value("--lanes") == "2")            // flag over environment and file
-        #expect(a.sources["--lanes"] == .commandLine)
-        #expect(a.value("--prefetch") == "7")         // environment over file
-        #expect(a.sources["--prefetch"] == .environment)
-        #expect(a.value("--max-attempts") == "5")     // file over default
-        #expect(a.sources["--max-attempts"] == .settingsFile)
-        #expect(a.has("--no-declare"))                // a flag from the file
-        #expect(a.value("--retry-base-delay") == "5s") // the documented default
-        #expect(a.sources["--retry-base-delay"] == .defaultValue)
+        #expect(a[.lanes] == "2")            // flag over environment and file
+        #expect(a.source(of: .lanes) == .commandLine)
+        #expect(a[.prefetch] == "7")         // environment over file
+        #expect(a.source(of: .prefetch) == .environment)
+        #expect(a[.maxAttempts] == "5")     // file over default
+        #expect(a.source(of: .maxAttempts) == .settingsFile)
+        #expect(a.has(.noDeclare))                // a flag from the file
+        #expect(a[.retryBaseDelay] == "5s") // the documented default
+        #expect(a.source(of: .retryBaseDelay) == .defaultValue)
         // An environment "false" beats the file's true.
         let off = try ParsedArguments(["--config", folder.appsFile], spec: WorkerCommand.spec,
                                       environment: environment.merging(["PUSH_CONNECTOR_NO_DECLARE": "false"]) { $1 })
-        #expect(!off.has("--no-declare"))
+        #expect(!off.has(.noDeclare))
     }
 
     @Test func workerCheckPrintsEveryValueWithItsSourceAndRedactsThePassword() throws {

@@ -45,9 +45,9 @@ public struct TopologyDefinitionsCommand: Command {
         of the deploy/ manifests). --rabbitmq-version names the broker it is for: from 4.0 the
         dead-letter queues get x-delivery-limit -1 (no limit), which RabbitMQ 3.x must not get.
         """,
-        options: CommonOptions.brokerOptions.filter { $0.name == "--prefix" || $0.name == "--retry-tiers" } + [
-            .value("--vhost", "VHOST", "the vhost the definitions name", default: "/", .nonEmpty),
-            .value("--rabbitmq-version", "VERSION", "the RabbitMQ release the definitions are for (3.10, 4.0, 4.3.6)", default: "4.0",
+        options: CommonOptions.brokerOptions.filter { $0.id == .prefix || $0.id == .retryTiers } + [
+            .value(.vhost, "VHOST", "the vhost the definitions name", default: "/", .nonEmpty),
+            .value(.rabbitmqVersion, "VERSION", "the RabbitMQ release the definitions are for (3.10, 4.0, 4.3.6)", default: "4.0",
                    setting: false),
         ] + CommonOptions.resultsRetentionOptions)
 
@@ -55,7 +55,7 @@ public struct TopologyDefinitionsCommand: Command {
     let features: BrokerFeatures
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         self.arguments = arguments
-        let version = arguments.value("--rabbitmq-version") ?? "4.0"
+        let version = arguments[.rabbitmqVersion] ?? "4.0"
         features = BrokerFeatures(serverVersion: version)
         guard features.release != nil, version.first?.isNumber == true else {
             throw UsageError("topology definitions: --rabbitmq-version must be a release such as 3.10, 4.0 or 4.3.6, got \"\(version)\"")
@@ -64,7 +64,7 @@ public struct TopologyDefinitionsCommand: Command {
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let topology = try CommonOptions.topology(arguments, command: "topology definitions")
-        context.console.out(TopologyDefinitions.document(topology, vhost: arguments.value("--vhost") ?? "/", features: features)
+        context.console.out(TopologyDefinitions.document(topology, vhost: arguments[.vhost] ?? "/", features: features)
             .encodedString(.pretty))
         return 0
     }

@@ -22,10 +22,10 @@ public struct CommandSpec: Sendable {
     public init(name: String, synopsis: String, about: String, options: [OptionSpec], positionals: ClosedRange<Int> = 0...0,
                 footer: String = "") {
         self.name = name
-        self.options = options + [Self.settingsOption] + (options.contains { $0.name == "--check" } ? [] : [CommonOptions.check])
+        self.options = options + [Self.settingsOption] + (options.contains { $0.id == .check } ? [] : [CommonOptions.check])
         self.positionals = positionals
-        let names = Set(self.options.map(\.name))
-        retired = Self.retiredOptions.filter { !names.contains($0.name) && $0.appliesTo(names) }
+        let ids = Set(self.options.map(\.id))
+        retired = Self.retiredOptions.filter { !ids.contains($0.id) && $0.appliesTo(ids) }
         var text = "usage: push-connector \(name) \(synopsis)\n\n\(about)\n\noptions:\n"
         text += self.options.map(\.helpLine).joined(separator: "\n")
         if !footer.isEmpty { text += "\n\n" + footer }
@@ -37,31 +37,33 @@ public struct CommandSpec: Sendable {
     public var flags: Set<String> { Set(options.filter { $0.arity == .flag }.map(\.name)) }
 
     public func option(_ name: String) -> OptionSpec? { options.first { $0.name == name } }
+    public func option(_ id: OptionKey) -> OptionSpec? { options.first { $0.id == id } }
 
     /// The option that was called `name` before a rename.
     public func option(formerlyNamed name: String) -> OptionSpec? { options.first { $0.formerName?.name == name } }
 
     /// An option skipped with a warning by the commands that never read it.
     public struct RetiredOption: Sendable {
-        public let name: String
+        public let id: OptionKey
+        public var name: String { id.rawValue }
         let takesValue: Bool
         let why: String
-        /// Whether a command with these option names used to list it.
-        let appliesTo: @Sendable (Set<String>) -> Bool
+        /// Whether a command with these options used to list it.
+        let appliesTo: @Sendable (Set<OptionKey>) -> Bool
     }
 
     /// `--retry-tiers`, once listed by every command that takes `--amqp-url` (`send`, `results`,
     /// the `dlq` commands, `cancel`, `pause`).
     static let retiredOptions = [
-        RetiredOption(name: "--retry-tiers", takesValue: true, why: "only the worker and the topology commands read retry tiers",
-                      appliesTo: { $0.contains("--amqp-url") }),
+        RetiredOption(id: .retryTiers, takesValue: true, why: "only the worker and the topology commands read retry tiers",
+                      appliesTo: { $0.contains(.amqpURL) }),
     ]
 
     public func retiredOption(_ name: String) -> RetiredOption? { retired.first { $0.name == name } }
 
     /// `--settings FILE` (env `PUSH_CONNECTOR_SETTINGS`), on every command.
     static let settingsOption = OptionSpec.value(
-        "--settings", "FILE", "JSON object of settings keyed by option name without dashes ({\"amqp_url\": …, \"prefetch\": 100});\n"
+        .settings, "FILE", "JSON object of settings keyed by option name without dashes ({\"amqp_url\": …, \"prefetch\": 100});\n"
             + "env PUSH_CONNECTOR_SETTINGS", setting: false)
 
     static let sourcesNote = """
@@ -88,7 +90,7 @@ public struct ParsedArguments: Sendable {
     public internal(set) var flags: Set<String> = []
     public private(set) var positionals: [String] = []
     public private(set) var helpRequested = false
-    /// Where each present option came from.
+    /// Where each present option came from, by name (see `source(of:)`).
     public internal(set) var sources: [String: OptionSource] = [:]
     /// The settings file used, if any.
     public internal(set) var settingsFile: String?
@@ -166,21 +168,27 @@ public struct ParsedArguments: Sendable {
         try OptionResolver(spec: spec, environment: environment, knownKeys: knownKeys).complete(&self)
     }
 
-    public func value(_ name: String) -> String? { values[name]?.last }
-    public func all(_ name: String) -> [String] { values[name] ?? [] }
-    public func has(_ flag: String) -> Bool { flags.contains(flag) }
+    /// The option's value (its last, if repeatable), nil when absent.
+    public subscript(option: OptionKey) -> String? { values[option.rawValue]?.last }
+    /// Every value of a repeatable option.
+    public func all(_ option: OptionKey) -> [String] { values[option.rawValue] ?? [] }
+    /// Whether a flag is on.
+    public func has(_ flag: OptionKey) -> Bool { flags.contains(flag.rawValue) }
+
+    /// Where the option's value came from, nil when absent.
+    public func source(of option: OptionKey) -> OptionSource? { sources[option.rawValue] }
 
     /// A required option's value.
-    public func required(_ name: String, in command: String) throws(UsageError) -> String {
-        guard let v = value(name) else {
-            throw UsageError("\(command): \(name) is required (or \(OptionSpec.environmentVariable(for: name)); see --help)")
+    public func required(_ name: OptionKey, in command: String) throws(UsageError) -> String {
+        guard let v = self[name] else {
+            throw UsageError("\(command): \(name) is required (or \(OptionSpec.environmentVariable(for: name.rawValue)); see --help)")
         }
         return v
     }
 
     /// An integer option within `range`, or `fallback` when absent.
-    public func integer(_ name: String, in command: String, default fallback: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {
-        guard let text = value(name) else { return fallback }
+    public func integer(_ name: OptionKey, in command: String, default fallback: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text = self[name] else { return fallback }
         guard let v = Int(text), range.contains(v) else {
             throw UsageError("\(command): \(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), got \"\(text)\"")
         }
@@ -189,10 +197,10 @@ public struct ParsedArguments: Sendable {
 
     /// The value of an option declared with an `.integer` kind: already checked, so only the
     /// absence of a value (an option without a default) gives nil.
-    public func int(_ name: String) -> Int? { value(name).flatMap { Int($0) } }
+    public func int(_ name: OptionKey) -> Int? { self[name].flatMap { Int($0) } }
 
     /// The value of an `.integer` option declared with a default: always present.
-    public func integer(_ name: String) -> Int {
+    public func integer(_ name: OptionKey) -> Int {
         guard let v = int(name) else { preconditionFailure("\(spec.name): \(name) is not an integer option with a default") }
         return v
     }

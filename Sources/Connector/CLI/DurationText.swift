@@ -79,18 +79,18 @@ extension ValueKind {
 
 extension ParsedArguments {
     /// The seconds of a `.seconds` option, nil when absent (the value was checked at parse).
-    public func seconds(_ name: String) -> Int? { value(name).flatMap(DurationText.seconds) }
+    public func seconds(_ name: OptionKey) -> Int? { self[name].flatMap(DurationText.seconds) }
 
     /// The milliseconds of a `.milliseconds` option declared with a default: always present.
-    public func requiredMilliseconds(_ name: String) -> Int {
-        guard let milliseconds = value(name).flatMap(DurationText.milliseconds) else {
+    public func requiredMilliseconds(_ name: OptionKey) -> Int {
+        guard let milliseconds = self[name].flatMap(DurationText.milliseconds) else {
             preconditionFailure("\(spec.name): \(name) is not a duration option with a default")
         }
         return milliseconds
     }
 
     /// The seconds of a `.seconds` option declared with a default: always present.
-    public func requiredSeconds(_ name: String) -> Int {
+    public func requiredSeconds(_ name: OptionKey) -> Int {
         guard let seconds = seconds(name) else { preconditionFailure("\(spec.name): \(name) is not a duration option with a default") }
         return seconds
     }

@@ -19,8 +19,8 @@ struct OptionResolver {
 
     func complete(_ parsed: inout ParsedArguments) throws(UsageError) {
         let command = spec.name
-        let settingsPath = parsed.value("--settings") ?? environment[Self.settingsVariable].flatMap { $0.isEmpty ? nil : $0 }
-        if parsed.value("--settings") == nil, settingsPath != nil { parsed.sources["--settings"] = .environment }
+        let settingsPath = parsed[.settings] ?? environment[Self.settingsVariable].flatMap { $0.isEmpty ? nil : $0 }
+        if parsed[.settings] == nil, settingsPath != nil { parsed.sources[OptionKey.settings.rawValue] = .environment }
         parsed.settingsFile = settingsPath
         let file = try settingsPath.map { path throws(UsageError) in try SettingsFile.load(path, command: command) } ?? [:]
         if let settingsPath {

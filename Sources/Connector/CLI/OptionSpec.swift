@@ -9,8 +9,10 @@ public struct OptionSpec: Sendable {
     /// Flag (no value), one value, or a value that may be given several times.
     public enum Arity: Sendable, Equatable { case flag, single, repeatable }
 
+    /// Which option (`.amqpURL`).
+    public let id: OptionKey
     /// `--amqp-url`.
-    public let name: String
+    public var name: String { id.rawValue }
     public let arity: Arity
     /// What the help shows for the value: `URL`, `N`, `FILE`.
     public let placeholder: String
@@ -35,9 +37,9 @@ public struct OptionSpec: Sendable {
         public let translate: @Sendable (String) -> String
     }
 
-    public init(name: String, arity: Arity, placeholder: String = "", defaultValue: String? = nil, help: String = "",
+    public init(_ id: OptionKey, arity: Arity, placeholder: String = "", defaultValue: String? = nil, help: String = "",
                 kind: ValueKind = .text, isSetting: Bool = true, isSecret: Bool = false) {
-        self.name = name
+        self.id = id
         self.arity = arity
         self.placeholder = placeholder
         self.defaultValue = defaultValue
@@ -48,22 +50,22 @@ public struct OptionSpec: Sendable {
     }
 
     /// An option with one value.
-    public static func value(_ name: String, _ placeholder: String, _ help: String, default defaultValue: String? = nil,
+    public static func value(_ id: OptionKey, _ placeholder: String, _ help: String, default defaultValue: String? = nil,
                              _ kind: ValueKind = .text, setting: Bool = true, secret: Bool = false) -> OptionSpec {
-        OptionSpec(name: name, arity: .single, placeholder: placeholder, defaultValue: defaultValue, help: help, kind: kind,
+        OptionSpec(id, arity: .single, placeholder: placeholder, defaultValue: defaultValue, help: help, kind: kind,
                    isSetting: setting, isSecret: secret)
     }
 
     /// An option that may be given several times; the environment gives a comma-separated list,
     /// the settings file an array of strings.
-    public static func repeatable(_ name: String, _ placeholder: String, _ help: String, _ kind: ValueKind = .text,
+    public static func repeatable(_ id: OptionKey, _ placeholder: String, _ help: String, _ kind: ValueKind = .text,
                                   setting: Bool = true) -> OptionSpec {
-        OptionSpec(name: name, arity: .repeatable, placeholder: placeholder, help: help, kind: kind, isSetting: setting)
+        OptionSpec(id, arity: .repeatable, placeholder: placeholder, help: help, kind: kind, isSetting: setting)
     }
 
     /// A flag; from the environment `1|true|yes|on` or `0|false|no|off`, in the file a boolean.
-    public static func flag(_ name: String, _ help: String, setting: Bool = true) -> OptionSpec {
-        OptionSpec(name: name, arity: .flag, help: help, isSetting: setting)
+    public static func flag(_ id: OptionKey, _ help: String, setting: Bool = true) -> OptionSpec {
+        OptionSpec(id, arity: .flag, help: help, isSetting: setting)
     }
 
     /// This option, also read under `name`, its name before a rename: the command line, the
@@ -102,7 +104,7 @@ public struct OptionSpec: Sendable {
         var head = "  " + name + (arity == .flag ? "" : " " + placeholder)
         var text = help
         if let defaultValue { text += " (default \(defaultValue))" }
-        if !isSetting && name != "--settings" { text += " [command line only]" }
+        if !isSetting && id != .settings { text += " [command line only]" }
         if let formerName { text += "; formerly \(formerName.name), still read" }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let indent = String(repeating: " ", count: 24)

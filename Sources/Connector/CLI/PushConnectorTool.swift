@@ -81,9 +81,9 @@ public enum PushConnectorTool {
             }
             for warning in parsed.deprecations { context.console.err("push-connector \(match.type.spec.name): warning: \(warning)") }
             let command = try match.type.init(parsed)
-            if parsed.has("--check"), !match.type.checksItself {
+            if parsed.has(.check), !match.type.checksItself {
                 // The broker URL and password (file) resolve as they would at start.
-                if match.type.spec.option("--amqp-url") != nil {
+                if match.type.spec.option(.amqpURL) != nil {
                     _ = try CommonOptions.brokerSettings(parsed, context, command: match.type.spec.name)
                 }
                 context.console.out((["\(match.type.spec.name): options OK (not run; nothing was connected)"]

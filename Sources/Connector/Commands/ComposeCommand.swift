@@ -9,13 +9,13 @@ public struct ComposeCommand: Command {
         (or its topic / condition), as pretty JSON, one per target. Validation errors are printed
         with the field named and the exit code is 2.
         """,
-        options: [.value("--config", "FILE", "App ID file", .nonEmpty)], positionals: 1...1)
+        options: [.value(.config, "FILE", "App ID file", .nonEmpty)], positionals: 1...1)
 
     let configPath: String
     let jobPath: String
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
-        configPath = try arguments.required("--config", in: "compose")
+        configPath = try arguments.required(.config, in: "compose")
         jobPath = arguments.positionals[0]
     }
 

@@ -20,7 +20,7 @@ public struct ConfigCheckCommand: Command {
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         path = arguments.positionals[0]
-        allowInsecureHTTP = arguments.has("--allow-insecure-http")
+        allowInsecureHTTP = arguments.has(.allowInsecureHTTP)
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {

@@ -8,7 +8,7 @@ import PushCore
 enum ControlLog {
     /// `--for`'s grammar (30m, 12h, 7d, 1h30m), at most `Topology.longestControl`.
     static func duration(_ a: ParsedArguments, default text: String, command: String) throws(UsageError) -> Int64 {
-        let given = a.value("--for") ?? text
+        let given = a[.forDuration] ?? text
         guard let seconds = DeadLetterFilter.parseDuration(given), seconds <= Double(Topology.longestControl.components.seconds) else {
             throw UsageError("\(command): --for must be a duration such as 30m, 12h or 7d, at most 30d, got \"\(given)\"")
         }
@@ -68,22 +68,22 @@ public struct CancelCommand: Command {
         Prints the cancel's id.
         """,
         options: [
-            .value("--campaign", "C", "the campaign to cancel", .nonEmpty, setting: false),
-            .value("--app-id", "A", "only this App ID's jobs of the campaign", .nonEmpty, setting: false),
-            .value("--job-id", "J", "the job to cancel", .nonEmpty, setting: false),
-            .value("--reason", "TEXT", "why, carried in every cancelled result", .nonEmpty, setting: false),
-            .value("--for", "DURATION", "how long it lasts (30m, 12h, 7d)", default: "7d", setting: false),
+            .value(.campaign, "C", "the campaign to cancel", .nonEmpty, setting: false),
+            .value(.appID, "A", "only this App ID's jobs of the campaign", .nonEmpty, setting: false),
+            .value(.jobID, "J", "the job to cancel", .nonEmpty, setting: false),
+            .value(.reason, "TEXT", "why, carried in every cancelled result", .nonEmpty, setting: false),
+            .value(.forDuration, "DURATION", "how long it lasts (30m, 12h, 7d)", default: "7d", setting: false),
         ] + ControlLog.options)
 
     let arguments: ParsedArguments
     let record: ControlRecord
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         self.arguments = arguments
-        let campaign = arguments.value("--campaign"), jobID = arguments.value("--job-id")
+        let campaign = arguments[.campaign], jobID = arguments[.jobID]
         guard (campaign == nil) != (jobID == nil) else { throw UsageError("cancel: give --campaign or --job-id (one of them)") }
         let now = FleetControl.epochMillis()
-        record = ControlRecord(id: ControlLog.newID("cancel"), kind: .cancel, campaign: campaign, appID: arguments.value("--app-id"),
-                               jobID: jobID, reason: arguments.value("--reason"), at: now,
+        record = ControlRecord(id: ControlLog.newID("cancel"), kind: .cancel, campaign: campaign, appID: arguments[.appID],
+                               jobID: jobID, reason: arguments[.reason], at: now,
                                until: now + (try ControlLog.duration(arguments, default: "7d", command: "cancel")))
     }
 
@@ -148,18 +148,18 @@ public struct PauseCommand: Command {
         or after --for (default 7d, at most 30d). Prints the pause's id.
         """,
         options: [
-            .value("--app-id", "A", "the App ID to pause", .nonEmpty, setting: false),
-            .value("--reason", "TEXT", "why (the push_connector_app_ids_paused gauge's label)", .nonEmpty, setting: false),
-            .value("--for", "DURATION", "how long it lasts (30m, 12h, 7d)", default: "7d", setting: false),
+            .value(.appID, "A", "the App ID to pause", .nonEmpty, setting: false),
+            .value(.reason, "TEXT", "why (the push_connector_app_ids_paused gauge's label)", .nonEmpty, setting: false),
+            .value(.forDuration, "DURATION", "how long it lasts (30m, 12h, 7d)", default: "7d", setting: false),
         ] + ControlLog.options)
 
     let arguments: ParsedArguments
     let record: ControlRecord
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         self.arguments = arguments
-        let app = try arguments.required("--app-id", in: "pause")
+        let app = try arguments.required(.appID, in: "pause")
         let now = FleetControl.epochMillis()
-        record = ControlRecord(id: ControlLog.newID("pause"), kind: .pause, appID: app, reason: arguments.value("--reason"), at: now,
+        record = ControlRecord(id: ControlLog.newID("pause"), kind: .pause, appID: app, reason: arguments[.reason], at: now,
                                until: now + (try ControlLog.duration(arguments, default: "7d", command: "pause")))
     }
 
@@ -175,13 +175,13 @@ public struct ResumeCommand: Command {
     public static let spec = CommandSpec(
         name: "resume", synopsis: "--app-id A [options]",
         about: "Ends every pause of the App ID on every worker; its waiting jobs are sent as they come back from their retry tier (30 s at most).",
-        options: [.value("--app-id", "A", "the App ID to resume", .nonEmpty, setting: false)] + ControlLog.options)
+        options: [.value(.appID, "A", "the App ID to resume", .nonEmpty, setting: false)] + ControlLog.options)
 
     let arguments: ParsedArguments
     public init(_ arguments: ParsedArguments) throws(UsageError) { self.arguments = arguments }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
-        let app = try arguments.required("--app-id", in: "resume")
+        let app = try arguments.required(.appID, in: "resume")
         let now = FleetControl.epochMillis()
         try ControlLog.publish(ControlRecord(id: ControlLog.newID("resume"), kind: .resume, appID: app, at: now, until: now),
                                arguments, context, command: "resume")

@@ -16,31 +16,31 @@ public struct EventsCommand: Command {
         it), in batched transactions, idempotently. Read it with `push-connector stats`.
         """,
         options: CommonOptions.brokerOptions + CommonOptions.resultsRetentionOptions + [
-            .value("--http", "HOST:PORT", "where to listen, e.g. 0.0.0.0:8080, [::]:8080 (IPv6 and IPv4) or [::1]:8080", .hostPort),
-            .value("--admin-http", "HOST:PORT", "serve /healthz, /readyz and /metrics here instead of on --http\n"
+            .value(.http, "HOST:PORT", "where to listen, e.g. 0.0.0.0:8080, [::]:8080 (IPv6 and IPv4) or [::1]:8080", .hostPort),
+            .value(.adminHTTP, "HOST:PORT", "serve /healthz, /readyz and /metrics here instead of on --http\n"
                 + "(keep them off the public listener), e.g. 127.0.0.1:9091", .hostPort),
-            .value("--db", "FILE|URL", "SQLite file, or postgres://user:password@host:port/database, to store sends and events in",
+            .value(.db, "FILE|URL", "SQLite file, or postgres://user:password@host:port/database, to store sends and events in",
                    .nonEmpty, secret: true),
-            .value("--consumer-group", "NAME", "the name the results-stream offset is stored under; consumers sharing a\n"
+            .value(.consumerGroup, "NAME", "the name the results-stream offset is stored under; consumers sharing a\n"
                 + "database in one group each read the whole stream and store it once", default: "events", .nonEmpty),
-            .value("--config", "FILE", "App ID file: events naming another app_id are refused (400 UNKNOWN_APP)", .nonEmpty),
-            .value("--event-keys", "FILE", "{\"keys\": {\"<app_id>\": \"<key of 16+ bytes>\"}}: events must name an app_id\n"
+            .value(.config, "FILE", "App ID file: events naming another app_id are refused (400 UNKNOWN_APP)", .nonEmpty),
+            .value(.eventKeys, "FILE", "{\"keys\": {\"<app_id>\": \"<key of 16+ bytes>\"}}: events must name an app_id\n"
                 + "and carry its key in the X-Push-Event-Key header (else 401)", .nonEmpty),
-            .flag("--no-consume", "only the endpoint (several replicas may run behind a load balancer)"),
-            .flag("--no-http", "only the consumer"),
-            .value("--http-threads", "N", "server threads", default: "2", .integer(1...64)),
-            .value("--max-connections", "N", "open HTTP connections at most (default: the nofile limit minus 128, at most 4096)",
+            .flag(.noConsume, "only the endpoint (several replicas may run behind a load balancer)"),
+            .flag(.noHTTP, "only the consumer"),
+            .value(.httpThreads, "N", "server threads", default: "2", .integer(1...64)),
+            .value(.maxConnections, "N", "open HTTP connections at most (default: the nofile limit minus 128, at most 4096)",
                    .integer(1...1_000_000)),
-            .value("--max-connections-per-ip", "N", "open HTTP connections from one address at most (0: no limit)",
+            .value(.maxConnectionsPerIP, "N", "open HTTP connections from one address at most (0: no limit)",
                    default: "64", .integer(0...1_000_000)),
-            .value("--request-deadline", "DURATION", "a whole request must arrive within this long, else the connection is cut",
+            .value(.requestDeadline, "DURATION", "a whole request must arrive within this long, else the connection is cut",
                    default: "30s", .seconds(1...3600)).formerly("--request-deadline-s"),
-            .value("--publishers", "N", "broker connections publishing events", default: "2", .integer(1...32)),
-            .value("--batch-size", "N", "records per transaction", default: "500", .integer(1...10_000)),
-            .value("--batch-delay", "DURATION", "wait at most this long for a batch to fill", default: "50ms", .milliseconds(0...10_000))
+            .value(.publishers, "N", "broker connections publishing events", default: "2", .integer(1...32)),
+            .value(.batchSize, "N", "records per transaction", default: "500", .integer(1...10_000)),
+            .value(.batchDelay, "DURATION", "wait at most this long for a batch to fill", default: "50ms", .milliseconds(0...10_000))
                 .formerly("--batch-delay-ms") { Int($0) != nil ? $0 + "ms" : $0 },
-            .value("--prefetch", "N", "unacked deliveries per queue", default: "2000", .integer(1...65_535)),
-            .flag("--no-declare", "do not declare the topology"),
+            .value(.prefetch, "N", "unacked deliveries per queue", default: "2000", .integer(1...65_535)),
+            .flag(.noDeclare, "do not declare the topology"),
             CommonOptions.logLevel,
             CommonOptions.logFormat,
             CommonOptions.check,
@@ -50,11 +50,11 @@ public struct EventsCommand: Command {
     public static var checksItself: Bool { true }
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
-        if arguments.has("--no-http") && arguments.has("--no-consume") {
+        if arguments.has(.noHTTP) && arguments.has(.noConsume) {
             throw UsageError("events: --no-http and --no-consume together leave nothing to do")
         }
-        if !arguments.has("--no-http") { _ = try arguments.required("--http", in: "events") }
-        if !arguments.has("--no-consume") { _ = try arguments.required("--db", in: "events") }
+        if !arguments.has(.noHTTP) { _ = try arguments.required(.http, in: "events") }
+        if !arguments.has(.noConsume) { _ = try arguments.required(.db, in: "events") }
         self.arguments = arguments
     }
 
@@ -64,43 +64,43 @@ public struct EventsCommand: Command {
         let settings = try CommonOptions.brokerSettings(a, context, command: "events")
         let topology = try CommonOptions.topology(a, command: "events")
         var configuration = EventsService.Configuration(settings: settings, topology: topology)
-        if !a.has("--no-http"), let address = HostPort(try a.required("--http", in: "events")) {
+        if !a.has(.noHTTP), let address = HostPort(try a.required(.http, in: "events")) {
             var http = MicroHTTPServer.Configuration()
             (http.host, http.port) = (address.host, address.port)
-            http.threads = a.integer("--http-threads")
-            http.connectionLimit = a.int("--max-connections") ?? http.connectionLimit
-            http.perIPConnectionLimit = a.integer("--max-connections-per-ip")
-            http.requestDeadline = .seconds(a.requiredSeconds("--request-deadline"))
+            http.threads = a.integer(.httpThreads)
+            http.connectionLimit = a.int(.maxConnections) ?? http.connectionLimit
+            http.perIPConnectionLimit = a.integer(.maxConnectionsPerIP)
+            http.requestDeadline = .seconds(a.requiredSeconds(.requestDeadline))
             configuration.http = http
         }
-        if let admin = a.value("--admin-http").flatMap(HostPort.init) {
+        if let admin = a[.adminHTTP].flatMap(HostPort.init) {
             var adminHTTP = MicroHTTPServer.Configuration()
             (adminHTTP.host, adminHTTP.port, adminHTTP.threads) = (admin.host, admin.port, 1)
             configuration.adminHTTP = adminHTTP
         }
-        if !a.has("--no-consume") { configuration.database = EventsDatabase(try a.required("--db", in: "events")) }
-        configuration.consumerGroup = try a.required("--consumer-group", in: "events")
-        if let path = a.value("--config") {
+        if !a.has(.noConsume) { configuration.database = EventsDatabase(try a.required(.db, in: "events")) }
+        configuration.consumerGroup = try a.required(.consumerGroup, in: "events")
+        if let path = a[.config] {
             let registry = try AppConfigurationFile.load(path)
             configuration.knownApps = Set(registry.appIDs)
             configuration.origins = EventOrigins(registry)
         }
-        if let path = a.value("--event-keys") { configuration.keys = try EventKeys.load(path) }
-        configuration.publisherConnections = a.integer("--publishers")
-        configuration.batchSize = a.integer("--batch-size")
-        configuration.batchDelay = .milliseconds(a.requiredMilliseconds("--batch-delay"))
-        configuration.prefetch = UInt16(a.integer("--prefetch"))
+        if let path = a[.eventKeys] { configuration.keys = try EventKeys.load(path) }
+        configuration.publisherConnections = a.integer(.publishers)
+        configuration.batchSize = a.integer(.batchSize)
+        configuration.batchDelay = .milliseconds(a.requiredMilliseconds(.batchDelay))
+        configuration.prefetch = UInt16(a.integer(.prefetch))
         return configuration
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let configuration = try configuration(context)
-        if arguments.has("--check") {
+        if arguments.has(.check) {
             try check(configuration, context)
             return 0
         }
         let logger = Logger(component: "events", minimumLevel: CommonOptions.logLevel(arguments), format: CommonOptions.logFormat(arguments))
-        if !arguments.has("--no-declare") {
+        if !arguments.has(.noDeclare) {
             let (report, legacy) = try declare(configuration.topology, settings: configuration.settings)
             log(report, to: logger)
             if !legacy.found.isEmpty { logger.warning(legacy.advice(configuration.topology)) }
@@ -122,13 +122,13 @@ public struct EventsCommand: Command {
     /// `--check`: the files beyond what option parsing checked, then what would run.
     private func check(_ c: EventsService.Configuration, _ context: CommandContext) throws(CommandFailure) {
         let problems = [
-            CheckReport.caFileProblem(c.settings.tls?.caFile, option: "--amqp-ca-file", command: "events"),
-            c.database.flatMap { $0.configurationProblem(option: "--db", command: "events") },
+            CheckReport.caFileProblem(c.settings.tls?.caFile, option: OptionKey.amqpCAFile.rawValue, command: "events"),
+            c.database.flatMap { $0.configurationProblem(option: OptionKey.db.rawValue, command: "events") },
         ].compactMap { $0 }
         guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
         var lines = ["events: configuration OK (checked without connecting to anything)", "options:"]
         lines += CheckReport.optionLines(arguments)
-        lines.append("would: \(arguments.has("--no-declare") ? "not declare" : "declare") the topology (prefix \(c.topology.prefix)) "
+        lines.append("would: \(arguments.has(.noDeclare) ? "not declare" : "declare") the topology (prefix \(c.topology.prefix)) "
             + "on \(c.settings.redactedURL),")
         lines.append("  " + (c.http.map { "serve POST /event(s), /healthz, /readyz, /metrics on \($0.host):\($0.port)" } ?? "serve no HTTP")
             + ", " + (c.database.map { "store \(c.topology.eventsQueue) and \(c.topology.resultsStream) into \($0) (group \(c.consumerGroup))" }

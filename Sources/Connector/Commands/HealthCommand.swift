@@ -9,8 +9,8 @@ public struct HealthCommand: Command {
         Meant for a Dockerfile HEALTHCHECK or an exec probe: the image has no curl.
         """,
         options: [
-            .value("--timeout", "DURATION", "give up after this long", default: "5s", .seconds(1...300), setting: false),
-            .value("--ca-file", "FILE", "CA bundle to verify an https:// URL with (default: the system's)", .readableFile,
+            .value(.timeout, "DURATION", "give up after this long", default: "5s", .seconds(1...300), setting: false),
+            .value(.caFile, "FILE", "CA bundle to verify an https:// URL with (default: the system's)", .readableFile,
                    setting: false),
         ],
         positionals: 1...1)
@@ -24,8 +24,8 @@ public struct HealthCommand: Command {
         guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
             throw UsageError("health: URL must start with http:// or https://, got \"\(url)\"")
         }
-        timeout = arguments.requiredSeconds("--timeout")
-        caFile = arguments.value("--ca-file")
+        timeout = arguments.requiredSeconds(.timeout)
+        caFile = arguments[.caFile]
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {

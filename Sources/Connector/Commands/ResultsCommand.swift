@@ -19,18 +19,18 @@ public struct ResultsCommand: Command {
         earlier releases every result is read and filtered here.
         """,
         options: [
-            .value("--from", "POSITION", "first (the oldest result kept), last (the last chunk written), next (only\n"
+            .value(.from, "POSITION", "first (the oldest result kept), last (the last chunk written), next (only\n"
                 + "new results), an offset (1234), an RFC 3339 time (2026-11-30T08:00:00Z) or unix seconds (@1764489600)",
                    default: "first", setting: false),
-            .value("--app-id", "ID", "print only results of this App ID", setting: false),
-            .value("--outcome", "OUTCOME", "print only results with this outcome", setting: false),
-            .value("--job-id", "ID", "print only results of this job", setting: false),
-            .value("--count", "N", "stop after N matching results; exit 1 if fewer arrived", .integer(1...100_000_000), setting: false),
-            .flag("--follow", "keep reading new results until --count is reached or the process is stopped", setting: false),
-            .value("--timeout", "DURATION", "without --follow: stop once no result arrived for this long", default: "5s",
+            .value(.appID, "ID", "print only results of this App ID", setting: false),
+            .value(.outcome, "OUTCOME", "print only results with this outcome", setting: false),
+            .value(.jobID, "ID", "print only results of this job", setting: false),
+            .value(.count, "N", "stop after N matching results; exit 1 if fewer arrived", .integer(1...100_000_000), setting: false),
+            .flag(.follow, "keep reading new results until --count is reached or the process is stopped", setting: false),
+            .value(.timeout, "DURATION", "without --follow: stop once no result arrived for this long", default: "5s",
                    .seconds(1...86_400), setting: false),
-            .flag("--json", "JSON Lines even on a terminal", setting: false),
-            .flag("--summary", "at the end, one line on standard error: results read, results printed, and whether\n"
+            .flag(.json, "JSON Lines even on a terminal", setting: false),
+            .flag(.summary, "at the end, one line on standard error: results read, results printed, and whether\n"
                 + "the broker filtered by --app-id (RabbitMQ 3.13 and later) or every result was read", setting: false),
         ] + CommonOptions.connectionOptions)
 
@@ -39,21 +39,21 @@ public struct ResultsCommand: Command {
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         self.arguments = arguments
         var query = ResultsQuery()
-        if let from = arguments.value("--from") { query.from = try ResultsQuery.offset(from, command: "results") }
-        query.appID = arguments.value("--app-id")
-        query.outcome = arguments.value("--outcome")
-        query.jobID = arguments.value("--job-id")
+        if let from = arguments[.from] { query.from = try ResultsQuery.offset(from, command: "results") }
+        query.appID = arguments[.appID]
+        query.outcome = arguments[.outcome]
+        query.jobID = arguments[.jobID]
         self.query = query
-        _ = try arguments.integer("--count", in: "results", default: 1, range: 1...100_000_000)
-        _ = arguments.requiredSeconds("--timeout")
+        _ = try arguments.integer(.count, in: "results", default: 1, range: 1...100_000_000)
+        _ = arguments.requiredSeconds(.timeout)
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "results")
         let topology = try CommonOptions.topology(arguments, command: "results")
-        let count = arguments.value("--count") == nil ? nil : try arguments.integer("--count", in: "results", default: 1, range: 1...100_000_000)
-        let idle: Duration? = arguments.has("--follow") ? nil : .seconds(arguments.requiredSeconds("--timeout"))
-        let asJSON = arguments.has("--json") || isatty(STDOUT_FILENO) != 1
+        let count = arguments[.count] == nil ? nil : try arguments.integer(.count, in: "results", default: 1, range: 1...100_000_000)
+        let idle: Duration? = arguments.has(.follow) ? nil : .seconds(arguments.requiredSeconds(.timeout))
+        let asJSON = arguments.has(.json) || isatty(STDOUT_FILENO) != 1
         let reader: StreamReader
         do {
             reader = try await StreamReader(settings: settings, stream: topology.resultsStream, from: query.from,
@@ -78,7 +78,7 @@ public struct ResultsCommand: Command {
             throw CommandFailure("results: reading \(topology.resultsStream) failed after \(printed) result(s): \(error)")
         }
         await reader.close()
-        if arguments.has("--summary") {
+        if arguments.has(.summary) {
             let filtering = query.appID == nil ? "no --app-id" : reader.brokerFilters ? "the broker filtered by --app-id"
                 : "the broker cannot filter (before RabbitMQ 3.13): every result read"
             context.console.err("results: read \(reader.delivered), printed \(printed); \(filtering)")

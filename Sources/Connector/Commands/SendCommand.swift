@@ -15,9 +15,9 @@ public struct SendCommand: Command {
         <prefix>.jobs.high, the others with job; --priority sets the field of every job.
         """,
         options: CommonOptions.connectionOptions + [
-            .value("--config", "FILE", "also check each job's App ID and composition against this App ID file", .nonEmpty),
-            .flag("--no-validate", "publish the bodies as they are (for tests and chaos runs)", setting: false),
-            .value("--priority", "PRIORITY", "normal or high: set every job's \"priority\" (high: routing key job.high, the\n"
+            .value(.config, "FILE", "also check each job's App ID and composition against this App ID file", .nonEmpty),
+            .flag(.noValidate, "publish the bodies as they are (for tests and chaos runs)", setting: false),
+            .value(.priority, "PRIORITY", "normal or high: set every job's \"priority\" (high: routing key job.high, the\n"
                 + "urgent queue); without it each job goes by its own field", setting: false),
         ],
         positionals: 1...64)
@@ -26,7 +26,7 @@ public struct SendCommand: Command {
     let priority: JobPriority?
     public init(_ arguments: ParsedArguments) throws(UsageError) {
         self.arguments = arguments
-        if let text = arguments.value("--priority") {
+        if let text = arguments[.priority] {
             guard let value = JobPriority(rawValue: text) else { throw UsageError("send: --priority must be normal or high, got \"\(text)\"") }
             priority = value
         } else {
@@ -57,7 +57,7 @@ public struct SendCommand: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let settings = try CommonOptions.brokerSettings(arguments, context, command: "send")
         let topology = try CommonOptions.topology(arguments, command: "send")
-        let registry = try arguments.value("--config").map { path throws(ConfigurationError) in try AppConfigurationFile.load(path) }
+        let registry = try arguments[.config].map { path throws(ConfigurationError) in try AppConfigurationFile.load(path) }
         var jobs: [(body: [UInt8], urgent: Bool)] = []
         var problems: [String] = []
         for path in arguments.positionals {
@@ -68,7 +68,7 @@ public struct SendCommand: Command {
                     problems.append("\(place): not a JSON object: --priority cannot be set")
                     continue
                 }
-                if !arguments.has("--no-validate") { problems += SendCommand.check(body, registry: registry).map { "\(place): \($0)" } }
+                if !arguments.has(.noValidate) { problems += SendCommand.check(body, registry: registry).map { "\(place): \($0)" } }
                 jobs.append((body, urgent))
             }
         }

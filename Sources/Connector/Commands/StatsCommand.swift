@@ -13,12 +13,12 @@ public struct StatsCommand: Command {
         counts as sent.
         """,
         options: [
-            .value("--db", "FILE|URL", "the database written by `push-connector events` (SQLite file or postgres:// URL)",
+            .value(.db, "FILE|URL", "the database written by `push-connector events` (SQLite file or postgres:// URL)",
                    .nonEmpty, secret: true),
-            .value("--job-id", "J", "only the sends of job J", setting: false),
-            .value("--campaign", "C", "only the sends of campaign C", setting: false),
-            .value("--app-id", "A", "only the sends of App ID A", setting: false),
-            .flag("--json", "one JSON object instead of text", setting: false),
+            .value(.jobID, "J", "only the sends of job J", setting: false),
+            .value(.campaign, "C", "only the sends of campaign C", setting: false),
+            .value(.appID, "A", "only the sends of App ID A", setting: false),
+            .flag(.json, "one JSON object instead of text", setting: false),
         ])
 
     let database: EventsDatabase
@@ -26,14 +26,14 @@ public struct StatsCommand: Command {
     let json: Bool
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
-        database = EventsDatabase(try arguments.required("--db", in: "stats"))
+        database = EventsDatabase(try arguments.required(.db, in: "stats"))
         var scopes: [FunnelScope] = []
-        if let j = arguments.value("--job-id") { scopes.append(.job(j)) }
-        if let c = arguments.value("--campaign") { scopes.append(.campaign(c)) }
-        if let a = arguments.value("--app-id") { scopes.append(.app(a)) }
+        if let j = arguments[.jobID] { scopes.append(.job(j)) }
+        if let c = arguments[.campaign] { scopes.append(.campaign(c)) }
+        if let a = arguments[.appID] { scopes.append(.app(a)) }
         guard scopes.count <= 1 else { throw UsageError("stats: give at most one of --job-id, --campaign, --app-id") }
         scope = scopes.first ?? .all
-        json = arguments.has("--json")
+        json = arguments.has(.json)
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {

@@ -20,35 +20,35 @@ public struct WorkerCommand: Command {
         configuration keeps serving).
         """,
         options: [
-            .value("--config", "FILE", "App ID file (credentials_file paths are relative to its directory)", .nonEmpty),
-            .value("--config-poll", "DURATION", "look for a changed App ID or credentials file this often (0: only on SIGHUP)",
+            .value(.config, "FILE", "App ID file (credentials_file paths are relative to its directory)", .nonEmpty),
+            .value(.configPoll, "DURATION", "look for a changed App ID or credentials file this often (0: only on SIGHUP)",
                    default: "5s", .seconds(0...3600)),
         ] + CommonOptions.brokerOptions + CommonOptions.fcmOptions + CommonOptions.resultsRetentionOptions + [
-            .value("--prefetch", "N", "unacked jobs per lane at most (default: --max-in-flight / --lanes, so that latency\n"
+            .value(.prefetch, "N", "unacked jobs per lane at most (default: --max-in-flight / --lanes, so that latency\n"
                    + "does not cap the sends in flight; a job holds its slot until its results are confirmed)",
                    .integer(1...65_535)),
-            .value("--prefetch-bytes", "N", "bytes of unacked jobs a lane aims to hold: its prefetch starts where jobs of\n"
+            .value(.prefetchBytes, "N", "bytes of unacked jobs a lane aims to hold: its prefetch starts where jobs of\n"
                    + "--max-job-bytes fit, then follows the jobs' size, up to --prefetch (0, the default: a fixed\n"
                    + "--prefetch; \(SendWorker.suggestedPrefetchBytes) suits queues of large jobs)",
                    default: "0", .integer(0...(1 << 30))),
-            .value("--lanes", "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
-            .value("--max-attempts", "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
-            .value("--retry-base-delay", "DURATION", "first backoff delay (doubles each attempt, ±20 % jitter)",
+            .value(.lanes, "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
+            .value(.maxAttempts, "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
+            .value(.retryBaseDelay, "DURATION", "first backoff delay (doubles each attempt, ±20 % jitter)",
                    default: "5s", .seconds(1...86_400)),
-            .value("--max-age", "DURATION", "dead-letter a job failing for longer than this", default: "24h", .seconds(1...2_592_000)),
-            .value("--shutdown-deadline", "DURATION", "time to finish in-flight work on SIGTERM", default: "30s", .seconds(0...3600)),
-            .value("--max-job-bytes", "N", "larger job bodies are dead-lettered unparsed as INVALID_JOB",
+            .value(.maxAge, "DURATION", "dead-letter a job failing for longer than this", default: "24h", .seconds(1...2_592_000)),
+            .value(.shutdownDeadline, "DURATION", "time to finish in-flight work on SIGTERM", default: "30s", .seconds(0...3600)),
+            .value(.maxJobBytes, "N", "larger job bodies are dead-lettered unparsed as INVALID_JOB",
                    default: String(JobProcessor.defaultMaxJobBytes), .integer(1_024...(64 << 20))),
-            .value("--quota-refresh", "DURATION", "count the job queue's consumers this often and take this process's share of "
+            .value(.quotaRefresh, "DURATION", "count the job queue's consumers this often and take this process's share of "
                    + "each project's quota; a 429 pauses the project on every worker (0: alone, no sharing)", default: "5s", .seconds(0...3600)),
-            .value("--urgent-in-flight", "N", "FCM requests reserved for high-priority jobs (the urgent queue <prefix>.jobs.high),\n"
+            .value(.urgentInFlight, "N", "FCM requests reserved for high-priority jobs (the urgent queue <prefix>.jobs.high),\n"
                    + "on top of --max-in-flight; also the urgent lane's prefetch", default: "100", .integer(1...10_000)),
-            .value("--min-quota-pause", "DURATION", "shortest pause of a project after a 429, whatever its Retry-After", default: "60s",
+            .value(.minQuotaPause, "DURATION", "shortest pause of a project after a 429, whatever its Retry-After", default: "60s",
                    .seconds(1...3600)),
-            .value("--http", "HOST:PORT", "serve /healthz, /readyz and /metrics there (default: off)", .hostPort),
+            .value(.http, "HOST:PORT", "serve /healthz, /readyz and /metrics there (default: off)", .hostPort),
             CommonOptions.logLevel,
             CommonOptions.logFormat,
-            .flag("--no-declare", "do not declare the topology (it is managed elsewhere: topology declare)"),
+            .flag(.noDeclare, "do not declare the topology (it is managed elsewhere: topology declare)"),
             CommonOptions.check,
         ])
 
@@ -56,17 +56,17 @@ public struct WorkerCommand: Command {
     public static var checksItself: Bool { true }
 
     public init(_ arguments: ParsedArguments) throws(UsageError) {
-        _ = try arguments.required("--config", in: "worker")
+        _ = try arguments.required(.config, in: "worker")
         self.arguments = arguments
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let plan = try WorkerPlan(arguments, context)
-        if arguments.has("--check") {
+        if arguments.has(.check) {
             let problems = AppConfigurationFile.credentialProblems(plan.registry, path: plan.configPath,
                                                                    allowInsecureHTTP: plan.fcm.allowInsecureHTTP)
-                + [CheckReport.caFileProblem(plan.fcm.transport.caFile, option: "--ca-file", command: "worker"),
-                   CheckReport.caFileProblem(plan.settings.tls?.caFile, option: "--amqp-ca-file", command: "worker")].compactMap { $0 }
+                + [CheckReport.caFileProblem(plan.fcm.transport.caFile, option: OptionKey.caFile.rawValue, command: "worker"),
+                   CheckReport.caFileProblem(plan.settings.tls?.caFile, option: OptionKey.amqpCAFile.rawValue, command: "worker")].compactMap { $0 }
             guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
             context.console.out(plan.summary(arguments))
             return 0

@@ -7,14 +7,14 @@ enum CheckReport {
     static func optionLines(_ a: ParsedArguments) -> [String] {
         var lines: [String] = []
         if let file = a.settingsFile { lines.append("  settings file: \(file)") }
-        for option in a.spec.options where option.name != "--settings" && option.name != "--check" {
-            guard let source = a.sources[option.name] else { continue }
+        for option in a.spec.options where option.id != .settings && option.id != .check {
+            guard let source = a.source(of: option.id) else { continue }
             let shown: String
             if option.arity == .flag {
-                guard a.has(option.name) else { continue }
+                guard a.has(option.id) else { continue }
                 shown = "on"
             } else {
-                shown = a.all(option.name).map { option.isSecret ? redact($0) : $0 }.joined(separator: ",")
+                shown = a.all(option.id).map { option.isSecret ? redact($0) : $0 }.joined(separator: ",")
             }
             lines.append("  " + option.name.padding(to: 26) + shown.padding(to: 34) + "(\(source.rawValue))")
         }

@@ -10,20 +10,20 @@ enum DlqOptions {
     /// `codes`: the `push-error-code`s of the queue (`DeadLetterQueueChoice.knownCodes`); any
     /// other `--code` is refused, since it could match nothing.
     static func filterOptions(codes: [String]) -> [OptionSpec] { [
-        .repeatable("--app-id", "ID", "the job's app_id (repeat one filter to accept any of its values;\n"
+        .repeatable(.appID, "ID", "the job's app_id (repeat one filter to accept any of its values;\n"
             + "different filters must all match)", setting: false),
-        .repeatable("--code", "CODE", "push-error-code: " + codes.joined(separator: ", "),
+        .repeatable(.code, "CODE", "push-error-code: " + codes.joined(separator: ", "),
                     ValueKind { codes.contains($0) ? nil : "must be a code of this queue: " + codes.joined(separator: ", ") }, setting: false),
-        .repeatable("--job-id", "ID", "the job's job_id", setting: false),
-        .repeatable("--campaign", "NAME", "the job's campaign", setting: false),
-        .value("--older-than", "AGE", "last failure at least AGE ago (30m, 2h, 7d, 1h30m)", age, setting: false),
-        .value("--newer-than", "AGE", "last failure less than AGE ago", age, setting: false),
+        .repeatable(.jobID, "ID", "the job's job_id", setting: false),
+        .repeatable(.campaign, "NAME", "the job's campaign", setting: false),
+        .value(.olderThan, "AGE", "last failure at least AGE ago (30m, 2h, 7d, 1h30m)", age, setting: false),
+        .value(.newerThan, "AGE", "last failure less than AGE ago", age, setting: false),
     ] }
 
     static let age = ValueKind { DeadLetterFilter.parseDuration($0) == nil ? "must be a duration such as 30m, 2h or 7d" : nil }
 
     /// `--limit N` with the command's own help.
-    static func limit(_ help: String) -> OptionSpec { .value("--limit", "N", help, .integer(1...Int.max), setting: false) }
+    static func limit(_ help: String) -> OptionSpec { .value(.limit, "N", help, .integer(1...Int.max), setting: false) }
 
     /// Default `--window` of `replay` and `import`: publishes in flight, the most a kill may
     /// duplicate, and the messages the tool holds. A replay consumes, publishes and acks: twice
@@ -35,12 +35,12 @@ enum DlqOptions {
 
     /// `--window N` of `replay` and `import`.
     static func windowOption(_ help: String) -> OptionSpec {
-        .value("--window", "N", help, default: String(defaultWindow), .integer(1...10_000))
+        .value(.window, "N", help, default: String(defaultWindow), .integer(1...10_000))
     }
 
     /// `--window N` (1–10 000).
     static func window(_ a: ParsedArguments, command: String) throws(UsageError) -> Int {
-        try a.integer("--window", in: command, default: defaultWindow, range: 1...10_000)
+        try a.integer(.window, in: command, default: defaultWindow, range: 1...10_000)
     }
 
     /// The filter from the command line.
@@ -49,20 +49,20 @@ enum DlqOptions {
     static func selection(_ a: ParsedArguments, _ context: CommandContext, command: String) throws(UsageError)
         -> (settings: AMQPSettings, topology: Topology, filter: DeadLetterFilter, limit: Int) {
         (try settings(a, context, command: command), try CommonOptions.topology(a, command: command), try filter(a, command: command),
-         try a.integer("--limit", in: command, default: Int.max, range: 1...Int.max))
+         try a.integer(.limit, in: command, default: Int.max, range: 1...Int.max))
     }
 
     static func filter(_ a: ParsedArguments, command: String) throws(UsageError) -> DeadLetterFilter {
-        func age(_ name: String) throws(UsageError) -> Double? {
-            guard let text = a.value(name) else { return nil }
+        func age(_ name: OptionKey) throws(UsageError) -> Double? {
+            guard let text = a[name] else { return nil }
             guard let seconds = DeadLetterFilter.parseDuration(text) else {
                 throw UsageError("\(command): \(name) must be a duration such as 30m, 2h or 7d, got \"\(text)\"")
             }
             return seconds
         }
-        return DeadLetterFilter(appIDs: Set(a.all("--app-id")), codes: Set(a.all("--code")), jobIDs: Set(a.all("--job-id")),
-                                campaigns: Set(a.all("--campaign")), olderThan: try age("--older-than"),
-                                newerThan: try age("--newer-than"))
+        return DeadLetterFilter(appIDs: Set(a.all(.appID)), codes: Set(a.all(.code)), jobIDs: Set(a.all(.jobID)),
+                                campaigns: Set(a.all(.campaign)), olderThan: try age(.olderThan),
+                                newerThan: try age(.newerThan))
     }
 
     /// Broker settings named for the command (visible in the management UI).
@@ -126,7 +126,7 @@ enum DlqOptions {
 
     /// `--rate N`: messages per second (0.1 to 100 000), nil when absent.
     static func rate(_ a: ParsedArguments, command: String) throws(UsageError) -> Double? {
-        guard let text = a.value("--rate") else { return nil }
+        guard let text = a[.rate] else { return nil }
         guard let rate = rate(text) else {
             throw UsageError("\(command): --rate must be messages per second from 0.1 to 100000 (e.g. 50 or 50/s), got \"\(text)\"")
         }

@@ -17,7 +17,7 @@ public struct DeadLetterExportCommand<Queue: DeadLetterQueueChoice>: Command {
         Nothing is removed from the queue (purge afterwards with the same filters if you want that).
         FILE must not exist yet. `dlq import FILE` puts the messages back. See docs/operations.md.
         """,
-        options: [DlqOptions.limit("export at most N messages"), .flag("--json", "print the summary as one JSON object, no progress", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
+        options: [DlqOptions.limit("export at most N messages"), .flag(.json, "print the summary as one JSON object, no progress", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
             + CommonOptions.connectionOptions,
         positionals: 1...1)
     }
@@ -28,7 +28,7 @@ public struct DeadLetterExportCommand<Queue: DeadLetterQueueChoice>: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let command = Self.spec.name
         let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
-        let json = arguments.has("--json")
+        let json = arguments.has(.json)
         let path = arguments.positionals[0]
         let output: FileOutput
         let temporary = path + ".partial-\(getpid())"

@@ -15,11 +15,11 @@ public struct DeadLetterImportCommand<Queue: DeadLetterQueueChoice>: Command {
         exactly as exported. The whole file is checked first: nothing is published if a line is not valid.
         """,
         options: [
-            .value("--skip", "N", "leave out the first N messages (to resume an import that stopped)", default: "0",
+            .value(.skip, "N", "leave out the first N messages (to resume an import that stopped)", default: "0",
                    .integer(0...Int.max), setting: false),
             DlqOptions.windowOption("publishes in flight at most; resuming a stopped import with --skip may\n"
                 + "import up to N messages twice"),
-            .flag("--json", "print the summary as one JSON object, no progress", setting: false),
+            .flag(.json, "print the summary as one JSON object, no progress", setting: false),
         ] + CommonOptions.connectionOptions,
         positionals: 1...1)
     }
@@ -31,8 +31,8 @@ public struct DeadLetterImportCommand<Queue: DeadLetterQueueChoice>: Command {
         let command = Self.spec.name
         let settings = try DlqOptions.settings(arguments, context, command: command)
         let topology = try CommonOptions.topology(arguments, command: command)
-        let skip = arguments.integer("--skip")
-        let json = arguments.has("--json")
+        let skip = arguments.integer(.skip)
+        let json = arguments.has(.json)
         let path = arguments.positionals[0]
         // Read twice, one line at a time (bounded memory): check every line, then publish.
         let file = try ExportFileLines(path: path)

@@ -15,7 +15,7 @@ public struct DeadLetterListCommand<Queue: DeadLetterQueueChoice>: Command {
         """,
         options: [
             DlqOptions.limit("show at most N jobs (default: all)"),
-            .flag("--json", "one JSON object per line (JSON Lines), no header or summary", setting: false),
+            .flag(.json, "one JSON object per line (JSON Lines), no header or summary", setting: false),
         ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.connectionOptions)
     }
 
@@ -25,7 +25,7 @@ public struct DeadLetterListCommand<Queue: DeadLetterQueueChoice>: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let command = Self.spec.name
         let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
-        let json = arguments.has("--json")
+        let json = arguments.has(.json)
         let now = Timestamp.now()
         var shown = 0, matching = 0, total = 0
         let pass = try DeadLetterQueuePass(settings: settings, queue: Queue.queue(topology), command: command)

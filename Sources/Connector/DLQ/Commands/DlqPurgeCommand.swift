@@ -14,9 +14,9 @@ public struct DeadLetterPurgeCommand<Queue: DeadLetterQueueChoice>: Command {
         Export first (`dlq export`) if you may want them back.
         """,
         options: [
-            .flag("--yes", "really delete", setting: false),
+            .flag(.yes, "really delete", setting: false),
             DlqOptions.limit("delete at most N matching messages"),
-            .flag("--json", "print the summary as one JSON object, no progress", setting: false),
+            .flag(.json, "print the summary as one JSON object, no progress", setting: false),
         ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.connectionOptions)
     }
 
@@ -26,8 +26,8 @@ public struct DeadLetterPurgeCommand<Queue: DeadLetterQueueChoice>: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let command = Self.spec.name
         let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
-        let json = arguments.has("--json")
-        guard arguments.has("--yes") else {
+        let json = arguments.has(.json)
+        guard arguments.has(.yes) else {
             throw UsageError("\(command): refusing to delete without --yes (see what would go with dlq list and the same filters)")
         }
         let queue = Queue.queue(topology)

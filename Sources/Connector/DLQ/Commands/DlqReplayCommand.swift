@@ -25,15 +25,15 @@ public struct DeadLetterReplayCommand<Queue: DeadLetterQueueChoice>: Command {
         """,
         options: [
             DlqOptions.limit("replay at most N jobs"),
-            .value("--rate", "N", "at most N jobs per second (e.g. 50 or 50/s; default: as fast as confirms come)",
+            .value(.rate, "N", "at most N jobs per second (e.g. 50 or 50/s; default: as fast as confirms come)",
                    ValueKind { DlqOptions.rate($0) == nil ? "must be messages per second from 0.1 to 100000 (e.g. 50 or 50/s)" : nil }),
             DlqOptions.windowOption("publishes in flight at most, and so jobs a kill may duplicate"),
-            .flag("--dry-run", "report what would be replayed; change nothing", setting: false),
-            .value("--to", "EXCHANGE/KEY", "publish there instead (text before the first / is the exchange; an empty\n"
+            .flag(.dryRun, "report what would be replayed; change nothing", setting: false),
+            .value(.to, "EXCHANGE/KEY", "publish there instead (text before the first / is the exchange; an empty\n"
                 + "exchange, \"/queue\", is the default exchange); it must route to a queue", setting: false),
-            .value("--max-replays", "N", "refuse jobs already replayed N times", default: "5", .integer(0...1_000_000)),
-            .flag("--force", "replay even those", setting: false),
-            .flag("--json", "print the summary as one JSON object, no progress", setting: false),
+            .value(.maxReplays, "N", "refuse jobs already replayed N times", default: "5", .integer(0...1_000_000)),
+            .flag(.force, "replay even those", setting: false),
+            .flag(.json, "print the summary as one JSON object, no progress", setting: false),
         ] + DlqOptions.filterOptions(codes: Queue.knownCodes) + CommonOptions.connectionOptions,
         footer: "Exit status: 0 when every matching job was replayed, 1 when some were refused or failed.")
     }
@@ -45,16 +45,16 @@ public struct DeadLetterReplayCommand<Queue: DeadLetterQueueChoice>: Command {
         let command = Self.spec.name
         let (settings, topology, filter, limit) = try DlqOptions.selection(arguments, context, command: command)
         let rate = try DlqOptions.rate(arguments, command: command)
-        let policy = ReplayPolicy(maxReplays: arguments.integer("--max-replays"),
-                                  force: arguments.has("--force"))
+        let policy = ReplayPolicy(maxReplays: arguments.integer(.maxReplays),
+                                  force: arguments.has(.force))
         var fixed: (exchange: String, routingKey: String)?
-        if let to = arguments.value("--to") {
+        if let to = arguments[.to] {
             guard let slash = to.firstIndex(of: "/") else {
                 throw UsageError("\(command): --to must be EXCHANGE/ROUTING-KEY (e.g. push.jobs/job), got \"\(to)\"")
             }
             fixed = (String(to[..<slash]), String(to[to.index(after: slash)...]))
         }
-        let dryRun = arguments.has("--dry-run"), json = arguments.has("--json")
+        let dryRun = arguments.has(.dryRun), json = arguments.has(.json)
         let now = Timestamp.now()
 
         let window = try DlqOptions.window(arguments, command: command)

@@ -12,7 +12,7 @@ public struct DeadLetterStatsCommand<Queue: DeadLetterQueueChoice>: Command {
         the last failure (<1h, 1h-24h, 1d-7d, >7d), with the oldest and newest failure. Reads the whole
         queue without removing anything; the order of the queue is kept.
         """,
-        options: [.flag("--json", "one JSON object instead of text", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
+        options: [.flag(.json, "one JSON object instead of text", setting: false)] + DlqOptions.filterOptions(codes: Queue.knownCodes)
             + CommonOptions.connectionOptions)
     }
 
@@ -22,7 +22,7 @@ public struct DeadLetterStatsCommand<Queue: DeadLetterQueueChoice>: Command {
     public func run(_ context: CommandContext) async throws -> Int32 {
         let command = Self.spec.name
         let (settings, topology, filter, _) = try DlqOptions.selection(arguments, context, command: command)
-        let json = arguments.has("--json")
+        let json = arguments.has(.json)
         let now = Timestamp.now()
         var stats = DeadLetterStats(now: now)
         let pass = try DeadLetterQueuePass(settings: settings, queue: Queue.queue(topology), command: command)
