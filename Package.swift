@@ -37,19 +37,22 @@ let package = Package(
         // The emulator deliberately does not depend on PushCore: its validation is written
         // independently, so that a bug shared with the composer cannot hide itself.
         .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
+        // What every long-running command runs on: logging, metrics, signals, start/drain/stop
+        // (Service, ServiceGroup), backoff. Knows nothing of jobs, FCM or the broker.
+        .target(name: "ServiceRuntime", dependencies: ["PushCore", "CSystem"], swiftSettings: swiftSettings),
         // Pipelines and operator tools wired from the adapters.
         .target(name: "Connector",
-                dependencies: ["PushCore", "OSThread", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
+                dependencies: ["ServiceRuntime", "PushCore", "OSThread", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
-        .executableTarget(name: "push-connector", dependencies: ["Connector"], swiftSettings: swiftSettings),
+        .executableTarget(name: "push-connector", dependencies: ["Connector", "ServiceRuntime"], swiftSettings: swiftSettings),
         .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
         // Benchmark driver for the FCM client (bench/fcm/run.sh runs it against fcm-emulator).
         .executableTarget(name: "fcm-bench", dependencies: ["FCM"], path: "bench/fcm/Sources",
                           swiftSettings: swiftSettings),
         // bench/amqp: publish-with-confirm and consume+ack throughput against a real broker.
         // bench/worker: the send worker end to end, real dispatch vs an instant "sent".
-        .executableTarget(name: "worker-bench", dependencies: ["Connector", "FCM", "AMQP"], path: "bench/worker/Sources",
+        .executableTarget(name: "worker-bench", dependencies: ["Connector", "ServiceRuntime", "FCM", "AMQP"], path: "bench/worker/Sources",
                           swiftSettings: swiftSettings),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"], path: "bench/amqp/Sources", swiftSettings: swiftSettings),
 
@@ -57,7 +60,8 @@ let package = Package(
         .testTarget(name: "FCMTests", dependencies: ["FCM", "OSThread", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "AMQPTests", dependencies: ["AMQP", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
-        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
+        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "PushCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )

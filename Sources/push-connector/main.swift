@@ -1,5 +1,6 @@
 import Connector
 import Glibc
+import ServiceRuntime
 
 // Thin entry point: all parsing and wiring lives in Connector.PushConnectorTool.
 // A closed pipe (`dlq list | head`) must end a command cleanly, not kill it mid-pass.

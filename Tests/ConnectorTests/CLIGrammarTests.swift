@@ -1,4 +1,5 @@
 import Foundation
+@testable import ServiceRuntime
 import Testing
 @testable import Connector
 

@@ -2,6 +2,7 @@ import AMQP
 import FCM
 import Foundation
 import PushCore
+@testable import ServiceRuntime
 import Testing
 @testable import Connector
 

@@ -2,6 +2,7 @@ import AMQP
 import BrokerHarness
 import Foundation
 import PushCore
+@testable import ServiceRuntime
 import Testing
 @testable import Connector
 

@@ -1,4 +1,5 @@
 import Glibc
+@testable import ServiceRuntime
 import Testing
 @testable import Connector
 

@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+@testable import ServiceRuntime
 import Synchronization
 import Testing
 @testable import Connector

@@ -4,6 +4,7 @@ import EmulatorKit
 import FCM
 import Foundation
 import PushCore
+@testable import ServiceRuntime
 import Synchronization
 import Testing
 @testable import Connector

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import ServiceRuntime
 
 /// Where a command writes: standard output for results, standard error for diagnostics.
 public struct Console: Sendable {

@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// The `push-connector` command line: picks the subcommand, parses its arguments, runs it and
 /// turns every failure into one line on standard error and an exit code (2: bad input).
 public enum PushConnectorTool {

@@ -1,6 +1,7 @@
 import AMQP
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 
 /// `push-connector events`: the event ingestion endpoint and the events consumer into SQLite or
 /// PostgreSQL.

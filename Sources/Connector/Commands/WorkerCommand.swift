@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import PushCore
 import OSThread
+import ServiceRuntime
 
 /// `push-connector worker`: consumes send jobs, dispatches to FCM, publishes results, retries
 /// and dead-letters, until SIGTERM / SIGINT.

@@ -2,6 +2,7 @@ import AMQP
 import FCM
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 
 /// Everything `worker` runs with, resolved from its options, the environment, the settings
 /// file and the App ID file, without connecting anywhere: what `--check` validates and prints.

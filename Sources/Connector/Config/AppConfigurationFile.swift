@@ -1,6 +1,7 @@
 import FCM
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 
 /// Reads the App ID configuration file; every problem is reported with the file and field named.
 /// A relative `credentials_file` is resolved against the App ID file's directory (not the

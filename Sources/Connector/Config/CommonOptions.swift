@@ -2,6 +2,7 @@ import AMQP
 import FCM
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 
 /// Options several commands share, declared once, and how they turn into settings.
 public enum CommonOptions {

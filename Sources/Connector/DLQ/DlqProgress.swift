@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import ServiceRuntime
 
 /// Progress of a long DLQ operation on standard error — count, rate and ETA, redrawn in place at
 /// most 5 times a second — only when standard error is a terminal and not in `--json` mode.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import ServiceRuntime
 
 /// Reads a `dlq export` file line by line with memory bounded by the longest line (which is
 /// capped), so that `dlq import` of a file of any size holds one message at a time. Standard

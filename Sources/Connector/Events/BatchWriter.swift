@@ -1,6 +1,7 @@
 import FoundationEssentials
 import OSThread
 import PushCore
+import ServiceRuntime
 import Synchronization
 
 /// Writes records to an events store (`EventStoring`) on a thread of its own, in batched transactions: it

@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// The events service's metrics, exposed as Prometheus text on `GET /metrics` (names in
 /// docs/operations.md, "Metrics").
 public final class EventMetrics: Sendable {

@@ -1,6 +1,7 @@
 import AMQP
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 import Synchronization
 
 /// Consumes the events queue and the results stream into the `BatchWriter`. A delivery that

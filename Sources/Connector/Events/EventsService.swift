@@ -1,6 +1,7 @@
 import AMQP
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 
 /// `push-connector events` as a library: the ingestion endpoint (optional) and the consumer
 /// into SQLite or PostgreSQL (optional), sharing one set of metrics.

@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// `GET /healthz`, `GET /readyz` and `GET /metrics` (HEAD too for the probes), shared by the
 /// worker's `--http` listener and the events server.
 ///

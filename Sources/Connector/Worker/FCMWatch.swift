@@ -1,4 +1,5 @@
 import FCM
+import ServiceRuntime
 
 /// The worker's eye on the FCM client: exchanges and token fetches go to the metrics, and a
 /// fault of the setup that pauses a project (an untrusted certificate, a token endpoint that

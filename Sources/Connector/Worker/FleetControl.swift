@@ -1,6 +1,7 @@
 import AMQP
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 import Synchronization
 
 /// The fleet's cancels and App ID pauses as this process knows them: it reads the durable control

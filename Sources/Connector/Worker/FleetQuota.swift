@@ -2,6 +2,7 @@ import AMQP
 import FCM
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 import Synchronization
 
 /// Makes the worker processes on one job queue behave as one client of FCM's per-project quota

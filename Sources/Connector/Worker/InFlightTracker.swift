@@ -1,3 +1,4 @@
+import ServiceRuntime
 import Synchronization
 
 /// Counts deliveries being processed, so that a lane can wait for them to drain within a deadline, and then abandon

@@ -1,4 +1,5 @@
 import PushCore
+import ServiceRuntime
 
 /// The job-level lines the worker writes. Each carries the job's `job_id`, `app_id`,
 /// `campaign`, `attempt` (and `code` once dead-lettered): `log` comes with them already.

@@ -1,5 +1,6 @@
 import AMQP
 import FoundationEssentials
+import ServiceRuntime
 import Synchronization
 
 /// A lane's publishing side: one confirming publisher connection, reopened when it dies, and

@@ -1,6 +1,7 @@
 import AMQP
 import FoundationEssentials
 import PushCore
+import ServiceRuntime
 import Synchronization
 
 /// The send worker: `lanes` independent consumer + confirming-publisher connection pairs on the

@@ -9,6 +9,7 @@ import Connector
 import FCM
 import Foundation
 import PushCore
+import ServiceRuntime
 
 /// Dispatch replaced by an instant success: what the broker side alone costs.
 struct InstantSender: PushSender {

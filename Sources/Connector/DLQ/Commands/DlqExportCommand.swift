@@ -2,6 +2,7 @@ import AMQP
 import FoundationEssentials
 import Glibc
 import PushCore
+import ServiceRuntime
 
 /// `push-connector dlq export FILE`: writes the matching DLQ messages to JSON Lines, losslessly,
 /// without removing them.

@@ -1,6 +1,6 @@
+@testable import ServiceRuntime
 import Synchronization
 import Testing
-@testable import Connector
 
 /// The one start/stop/drain of the worker and the events commands, with services that only
 /// record what happened to them (no broker needed: the group's rules are pure ordering).

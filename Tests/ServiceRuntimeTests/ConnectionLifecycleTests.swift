@@ -1,6 +1,6 @@
+@testable import ServiceRuntime
 import Synchronization
 import Testing
-@testable import Connector
 
 /// The reconnect / shutdown / drain policy shared by the worker's lanes and the events consumer,
 /// with in-memory sessions (pure control flow: no broker).

@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// The worker's metrics of quota sharing (`FleetQuota`), registered beside `WorkerMetrics`'
 /// in the same registry: the consumers counted on the job queue, this process's share, the
 /// pauses it announced and heard.

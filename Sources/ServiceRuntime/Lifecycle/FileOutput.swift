@@ -2,37 +2,39 @@ import Glibc
 
 /// A file descriptor written whole (short writes and `EINTR` retried), and standard input read to
 /// its end: what Foundation's `FileHandle` gave, without linking Foundation.
-struct FileOutput: Sendable {
-    let descriptor: Int32
+package struct FileOutput: Sendable {
+    package let descriptor: Int32
 
-    static let standardOutput = FileOutput(descriptor: STDOUT_FILENO)
-    static let standardError = FileOutput(descriptor: STDERR_FILENO)
+    package init(descriptor: Int32) { self.descriptor = descriptor }
+
+    package static let standardOutput = FileOutput(descriptor: STDOUT_FILENO)
+    package static let standardError = FileOutput(descriptor: STDERR_FILENO)
 
     /// Creates `path` for writing, readable by its owner only; fails if it exists.
-    static func create(path: String) -> FileOutput? {
+    package static func create(path: String) -> FileOutput? {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         return descriptor < 0 ? nil : FileOutput(descriptor: descriptor)
     }
 
     /// Writes every byte of `bytes`; throws the `errno` of a failed write.
-    func write(_ bytes: some Collection<UInt8>) throws(FileWriteError) {
+    package func write(_ bytes: some Collection<UInt8>) throws(FileWriteError) {
         let done = bytes.withContiguousStorageIfAvailable { buffer in writeAll(buffer) }
         if let done { return try done.get() }
         try Array(bytes).withUnsafeBufferPointer { writeAll($0) }.get()
     }
 
     /// Writes `text`, ignoring failures (a closed standard error has nowhere to say so).
-    func write(line text: String) {
+    package func write(line text: String) {
         var text = text + "\n"
         text.withUTF8 { _ = writeAll($0) }
     }
 
     /// Flushes the file to its device.
-    func synchronize() throws(FileWriteError) {
+    package func synchronize() throws(FileWriteError) {
         if fsync(descriptor) != 0 { throw FileWriteError(code: errno) }
     }
 
-    func close() throws(FileWriteError) {
+    package func close() throws(FileWriteError) {
         if Glibc.close(descriptor) != 0 { throw FileWriteError(code: errno) }
     }
 
@@ -49,7 +51,7 @@ struct FileOutput: Sendable {
     }
 
     /// Standard input, read to its end.
-    static func readStandardInput() -> [UInt8] {
+    package static func readStandardInput() -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -62,7 +64,8 @@ struct FileOutput: Sendable {
 }
 
 /// A write to a file failed; `code` is the `errno`.
-struct FileWriteError: Error, CustomStringConvertible {
-    let code: Int32
-    var description: String { String(cString: strerror(code)) }
+package struct FileWriteError: Error, CustomStringConvertible {
+    package let code: Int32
+    package init(code: Int32) { self.code = code }
+    package var description: String { String(cString: strerror(code)) }
 }

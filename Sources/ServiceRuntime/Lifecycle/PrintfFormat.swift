@@ -3,7 +3,7 @@ import Glibc
 extension String {
     /// `format` filled in by C's `vsnprintf` (`"%.1f"`, `"%04x"`): `String(format:)` without
     /// linking Foundation. The arguments must match the conversions, as with printf.
-    init(printf format: String, _ arguments: any CVarArg...) {
+    package init(printf format: String, _ arguments: any CVarArg...) {
         var size = 128
         while true {
             var buffer = [CChar](repeating: 0, count: size)

@@ -1,4 +1,5 @@
 import FCM
+import ServiceRuntime
 
 /// The worker's metrics (names fixed in docs/operations.md, "Metrics"), with the handles the
 /// hot path uses resolved once. Results and dead letters are counted when their publish is
