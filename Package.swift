@@ -40,9 +40,15 @@ let package = Package(
         // What every long-running command runs on: logging, metrics, signals, start/drain/stop
         // (Service, ServiceGroup), backoff. Knows nothing of jobs, FCM or the broker.
         .target(name: "ServiceRuntime", dependencies: ["PushCore", "CSystem"], swiftSettings: swiftSettings),
+        // Adapter: the small HTTP server (libmicrohttpd) of the events endpoint and the worker's
+        // /healthz, /readyz, /metrics; and the probe `health` uses (libcurl).
+        .target(name: "HTTPServer", dependencies: ["ServiceRuntime", "OSThread", "CMicroHTTPD", "CCurl"], swiftSettings: swiftSettings),
+        // Adapter: where the events service stores sends and events (SQLite or PostgreSQL behind
+        // EventStoring) and what `stats` reads back (the funnel).
+        .target(name: "EventStorage", dependencies: ["PushCore", "ServiceRuntime", "CSQLite", "CPostgres"], swiftSettings: swiftSettings),
         // Pipelines and operator tools wired from the adapters.
         .target(name: "Connector",
-                dependencies: ["ServiceRuntime", "PushCore", "OSThread", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
+                dependencies: ["ServiceRuntime", "HTTPServer", "EventStorage", "PushCore", "OSThread", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector", "ServiceRuntime"], swiftSettings: swiftSettings),
@@ -61,7 +67,7 @@ let package = Package(
         .testTarget(name: "AMQPTests", dependencies: ["AMQP", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "PushCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "HTTPServer", "EventStorage", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )

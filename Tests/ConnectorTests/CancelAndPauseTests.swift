@@ -1,5 +1,6 @@
 import AMQP
 import EmulatorKit
+@testable import EventStorage
 import Foundation
 import PushCore
 import Testing

@@ -1,5 +1,6 @@
 import AMQP
 import Foundation
+@testable import HTTPServer
 import PushCore
 import Testing
 @testable import Connector

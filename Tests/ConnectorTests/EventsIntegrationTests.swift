@@ -1,6 +1,8 @@
 import AMQP
 import BrokerHarness
+@testable import EventStorage
 import Foundation
+@testable import HTTPServer
 import PushCore
 @testable import ServiceRuntime
 import Testing

@@ -1,4 +1,5 @@
 import AMQP
+@testable import EventStorage
 import Foundation
 import PushCore
 import Testing

@@ -1,3 +1,4 @@
+@testable import EventStorage
 import Foundation
 import PushCore
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HTTPServer
 import PushCore
 import Testing
 @testable import Connector

@@ -1,4 +1,5 @@
 import BrokerHarness
+@testable import EventStorage
 import Foundation
 import Testing
 @testable import Connector

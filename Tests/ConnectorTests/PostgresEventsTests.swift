@@ -1,5 +1,6 @@
 import AMQP
 import BrokerHarness
+@testable import EventStorage
 import Foundation
 import PushCore
 import Testing

@@ -1,3 +1,4 @@
+import EventStorage
 import FoundationEssentials
 import PushCore
 

@@ -2,6 +2,7 @@ import AMQP
 import FCM
 import FoundationEssentials
 import Glibc
+import HTTPServer
 import PushCore
 import OSThread
 import ServiceRuntime

@@ -37,12 +37,4 @@ enum CheckReport {
         return String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")
             ? nil : "\(command): \(option) \(path): no PEM certificate in it"
     }
-
-    /// Nil when `path`'s directory exists and this user can create files in it.
-    static func writableDirectoryProblem(forFile path: String, option: String, command: String) -> String? {
-        let directory = FilePaths.directory(of: path)
-        let dir = directory.isEmpty ? "." : directory
-        return FileManager.default.isWritableFile(atPath: dir)
-            ? nil : "\(command): \(option) \(path): directory \(dir) does not exist or is not writable"
-    }
 }

@@ -1,3 +1,4 @@
+import EventStorage
 import Synchronization
 
 /// The events database's health for `/healthz`, probed (a connection and a query) at most once

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import HTTPServer
 import PushCore
 
 /// The HTTP face of the events service: `POST /event`, `POST /events`, the CORS preflight

@@ -1,3 +1,4 @@
+import HTTPServer
 import PushCore
 
 /// Which web pages may post events from a browser (CORS), from the App IDs' `allowed_origins`.

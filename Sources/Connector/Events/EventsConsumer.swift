@@ -1,4 +1,5 @@
 import AMQP
+import EventStorage
 import FoundationEssentials
 import PushCore
 import ServiceRuntime

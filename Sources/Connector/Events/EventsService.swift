@@ -1,5 +1,7 @@
 import AMQP
+import EventStorage
 import FoundationEssentials
+import HTTPServer
 import PushCore
 import ServiceRuntime
 

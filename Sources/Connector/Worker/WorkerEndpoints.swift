@@ -1,3 +1,4 @@
+import HTTPServer
 /// The worker's `--http` listener: liveness and readiness from the worker's `WorkerStatus`
 /// (readiness also needs App IDs loaded), metrics from its `WorkerMetrics`.
 public enum WorkerEndpoints {

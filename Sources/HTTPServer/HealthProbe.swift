@@ -2,9 +2,9 @@ import CCurl
 
 /// One blocking `GET` with libcurl, for `push-connector health`: the status code, or why there
 /// is none. Only http:// and https:// (no redirects followed, TLS verified), the body discarded.
-enum HealthProbe {
+package enum HealthProbe {
     /// The HTTP status of `GET url`, or a one-line reason it could not be had within `timeout`.
-    static func get(_ url: String, timeoutMilliseconds: Int, caFile: String? = nil) -> Result<Int, HealthProbeError> {
+    package static func get(_ url: String, timeoutMilliseconds: Int, caFile: String? = nil) -> Result<Int, HealthProbeError> {
         guard let easy = curl_easy_init() else { return .failure(HealthProbeError(message: "curl_easy_init failed")) }
         defer { curl_easy_cleanup(easy) }
         url.withCString { _ = pc_curl_easy_setopt_ptr(easy, CURLOPT_URL, $0) }
@@ -25,6 +25,6 @@ enum HealthProbe {
 }
 
 /// Why a health probe got no HTTP status (refused, timed out, bad URL).
-struct HealthProbeError: Error, Sendable {
-    let message: String
+package struct HealthProbeError: Error, Sendable {
+    package let message: String
 }

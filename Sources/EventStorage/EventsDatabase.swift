@@ -1,5 +1,6 @@
 import CPostgres
 import FoundationEssentials
+import ServiceRuntime
 
 /// Where the events are stored, from `--db`: a `postgres://` / `postgresql://` URL, or else the
 /// path of a SQLite file. Its description masks a URL's password.
@@ -37,7 +38,7 @@ public enum EventsDatabase: Sendable, Equatable, CustomStringConvertible {
 
     /// Nil when the database answers a query, else what is wrong (for `/healthz`). A PostgreSQL
     /// server that does not answer fails the probe after `connectTimeoutSeconds`.
-    func problem(connectTimeoutSeconds: Int = 2) -> String? {
+    package func problem(connectTimeoutSeconds: Int = 2) -> String? {
         do {
             switch self {
             case .sqlite(let path):
@@ -53,10 +54,13 @@ public enum EventsDatabase: Sendable, Equatable, CustomStringConvertible {
 
     /// Nil when the database looks usable without connecting (`--check`): a SQLite file's
     /// folder is writable; a URL parses as a libpq connection string.
-    func configurationProblem(option: String, command: String) -> String? {
+    package func configurationProblem(option: String, command: String) -> String? {
         switch self {
         case .sqlite(let path):
-            return CheckReport.writableDirectoryProblem(forFile: path, option: option, command: command)
+            let directory = FilePaths.directory(of: path)
+            let dir = directory.isEmpty ? "." : directory
+            return FileManager.default.isWritableFile(atPath: dir)
+                ? nil : "\(command): \(option) \(path): directory \(dir) does not exist or is not writable"
         case .postgres(let url):
             var error: UnsafeMutablePointer<CChar>?
             guard let options = PQconninfoParse(url, &error) else {
