@@ -46,9 +46,27 @@ let package = Package(
         // Adapter: where the events service stores sends and events (SQLite or PostgreSQL behind
         // EventStoring) and what `stats` reads back (the funnel).
         .target(name: "EventStorage", dependencies: ["PushCore", "ServiceRuntime", "CSQLite", "CPostgres"], swiftSettings: swiftSettings),
+        // The App ID file and the credentials it names, read and checked (file and field named),
+        // and watched for changes: what the worker, the events service and the commands load.
+        .target(name: "ConfigurationFiles", dependencies: ["PushCore", "FCM", "ServiceRuntime"], swiftSettings: swiftSettings),
+        // The command line: options declared once (OptionKey, OptionSpec) and resolved from the
+        // command line, the environment and a settings file; the options several commands share.
+        .target(name: "CLIKit", dependencies: ["PushCore", "AMQP", "FCM", "ServiceRuntime"], swiftSettings: swiftSettings),
+        // The send worker: lanes that consume jobs, send them through FCM, publish results, retry
+        // and dead-letter; the fleet's control log and quota sharing.
+        .target(name: "PushWorker",
+                dependencies: ["PushCore", "OSThread", "FCM", "AMQP", "ServiceRuntime", "HTTPServer", "ConfigurationFiles"],
+                swiftSettings: swiftSettings),
+        // The events service: POST /event(s) from apps, the events queue and the results stream
+        // consumed into the event store.
+        .target(name: "PushEvents",
+                dependencies: ["PushCore", "AMQP", "ServiceRuntime", "HTTPServer", "EventStorage", "ConfigurationFiles"],
+                swiftSettings: swiftSettings),
+        // The dead-letter queues' tools: list, stats, export, import, replay, purge (jobs and events).
+        .target(name: "DeadLetterTools", dependencies: ["PushCore", "AMQP", "ServiceRuntime", "CLIKit"], swiftSettings: swiftSettings),
         // Pipelines and operator tools wired from the adapters.
         .target(name: "Connector",
-                dependencies: ["ServiceRuntime", "HTTPServer", "EventStorage", "PushCore", "OSThread", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
+                dependencies: ["ServiceRuntime", "HTTPServer", "EventStorage", "ConfigurationFiles", "CLIKit", "PushWorker", "PushEvents", "DeadLetterTools", "PushCore", "OSThread", "FCM", "AMQP", "CCurl", "CMicroHTTPD", "CSQLite", "CPostgres", "CSystem"],
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector", "ServiceRuntime"], swiftSettings: swiftSettings),
@@ -58,7 +76,7 @@ let package = Package(
                           swiftSettings: swiftSettings),
         // bench/amqp: publish-with-confirm and consume+ack throughput against a real broker.
         // bench/worker: the send worker end to end, real dispatch vs an instant "sent".
-        .executableTarget(name: "worker-bench", dependencies: ["Connector", "ServiceRuntime", "FCM", "AMQP"], path: "bench/worker/Sources",
+        .executableTarget(name: "worker-bench", dependencies: ["Connector", "ServiceRuntime", "ConfigurationFiles", "CLIKit", "PushWorker", "FCM", "AMQP"], path: "bench/worker/Sources",
                           swiftSettings: swiftSettings),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"], path: "bench/amqp/Sources", swiftSettings: swiftSettings),
 
@@ -67,7 +85,7 @@ let package = Package(
         .testTarget(name: "AMQPTests", dependencies: ["AMQP", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "PushCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "HTTPServer", "EventStorage", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "HTTPServer", "EventStorage", "ConfigurationFiles", "CLIKit", "PushWorker", "PushEvents", "DeadLetterTools", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -42,7 +42,7 @@ def enum_codes(source, name):
 
 def known_codes():
     contracts = read("Sources/PushCore/Contracts/DeadLetter.swift")
-    entry = read("Sources/Connector/DLQ/DeadLetterEntry.swift")
+    entry = read("Sources/DeadLetterTools/DeadLetterEntry.swift")
     constants = dict(re.findall(r'static let (\w+) = "([A-Z_]+)"', entry))
     listed = re.search(r"static let brokerCodes = \[(.*?)\]", entry).group(1)
     broker = [constants.get(item.strip(), item.strip().strip('"')) for item in listed.split(",")]

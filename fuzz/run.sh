@@ -3,7 +3,7 @@
 #   job           send-job decoder (+ JSON parser round trip, composer, validator)   PushCore
 #   appfile       App ID file reader (+ composition against each App ID read)        PushCore
 #   event         /event and /events bodies (+ round trip)                           PushCore
-#   dlq-line      a `dlq export` line (+ round trip, header table through librabbitmq) Connector/DLQ
+#   dlq-line      a `dlq export` line (+ round trip, header table through librabbitmq) DeadLetterTools
 #   amqp-table    an AMQP field table from the wire: amqp_decode_table + CDecode     AMQP
 #   fcm-response  an FCM HTTP answer: status, Retry-After, body                      FCM
 #
@@ -34,7 +34,7 @@ mkdir -p "$src"
 # Sources outside PushCore lose their `import PushCore/AMQP/FCM` lines: everything is one module.
 # A copy is rewritten only when it changed, so an unchanged tree does not rebuild.
 for file in Sources/AMQP/AMQPFieldValue.swift Sources/AMQP/MessageProperties.swift Sources/AMQP/CTableCoding.swift \
-            Sources/Connector/DLQ/DeadLetterRecord.swift \
+            Sources/DeadLetterTools/DeadLetterRecord.swift \
             Sources/FCM/FCMResponseDecoder.swift Sources/FCM/FCMOutcome.swift Sources/FCM/RetryAfter.swift; do
     copy="$src/$(basename "$file")"
     sed -E '/^import (PushCore|AMQP|FCM)$/d' "$file" > "$copy.new"

@@ -1,3 +1,4 @@
+import CLIKit
 import Connector
 import Glibc
 import ServiceRuntime

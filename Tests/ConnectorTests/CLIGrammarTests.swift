@@ -1,3 +1,4 @@
+@testable import CLIKit
 import Foundation
 @testable import ServiceRuntime
 import Testing

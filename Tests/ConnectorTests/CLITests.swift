@@ -1,3 +1,5 @@
+import AMQP
+@testable import CLIKit
 import EmulatorKit
 import Foundation
 import Synchronization

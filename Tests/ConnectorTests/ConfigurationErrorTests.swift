@@ -1,6 +1,9 @@
+@testable import ConfigurationFiles
 import FCM
 import Foundation
 import PushCore
+@testable import PushEvents
+@testable import PushWorker
 import Testing
 @testable import Connector
 

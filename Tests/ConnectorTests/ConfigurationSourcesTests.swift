@@ -1,3 +1,4 @@
+@testable import CLIKit
 import EmulatorKit
 import Foundation
 import Testing

@@ -1,6 +1,8 @@
 import AMQP
+@testable import DeadLetterTools
 import Foundation
 import PushCore
+@testable import PushEvents
 import Testing
 @testable import Connector
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import PushEvents
 import Synchronization
 import Testing
 @testable import Connector

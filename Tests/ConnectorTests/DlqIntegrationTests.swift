@@ -1,7 +1,10 @@
 import AMQP
+@testable import ConfigurationFiles
+@testable import DeadLetterTools
 import FCM
 import Foundation
 import PushCore
+@testable import PushWorker
 @testable import ServiceRuntime
 import Testing
 @testable import Connector

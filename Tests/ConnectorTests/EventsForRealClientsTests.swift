@@ -1,7 +1,9 @@
 import AMQP
+@testable import CLIKit
 import Foundation
 @testable import HTTPServer
 import PushCore
+@testable import PushEvents
 import Testing
 @testable import Connector
 

@@ -2,6 +2,7 @@ import AMQP
 import Foundation
 import Glibc
 import PushCore
+@testable import PushEvents
 @testable import ServiceRuntime
 import Testing
 @testable import Connector

@@ -4,6 +4,7 @@ import BrokerHarness
 import Foundation
 @testable import HTTPServer
 import PushCore
+@testable import PushEvents
 @testable import ServiceRuntime
 import Testing
 @testable import Connector

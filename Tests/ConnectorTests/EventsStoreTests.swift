@@ -1,6 +1,7 @@
 @testable import EventStorage
 import Foundation
 import PushCore
+@testable import PushEvents
 import Testing
 @testable import Connector
 

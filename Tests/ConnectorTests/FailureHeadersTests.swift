@@ -1,6 +1,7 @@
-import AMQP
+@testable import AMQP
 import Foundation
 import PushCore
+@testable import PushWorker
 import Testing
 @testable import Connector
 

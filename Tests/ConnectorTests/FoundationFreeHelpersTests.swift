@@ -1,3 +1,4 @@
+@testable import ConfigurationFiles
 import Glibc
 @testable import ServiceRuntime
 import Testing

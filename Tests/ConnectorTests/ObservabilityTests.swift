@@ -1,6 +1,7 @@
 import Foundation
 @testable import HTTPServer
 import PushCore
+@testable import PushWorker
 import Testing
 @testable import Connector
 

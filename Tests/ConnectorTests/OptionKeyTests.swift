@@ -1,3 +1,4 @@
+@testable import CLIKit
 import Testing
 @testable import Connector
 

@@ -1,3 +1,4 @@
+@testable import DeadLetterTools
 import Testing
 @testable import Connector
 

@@ -1,9 +1,11 @@
 import AMQP
 import BrokerHarness
+@testable import ConfigurationFiles
 import EmulatorKit
 import FCM
 import Foundation
 import PushCore
+@testable import PushWorker
 @testable import ServiceRuntime
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 import BrokerHarness
+@testable import PushWorker
 @testable import ServiceRuntime
 import Testing
 @testable import Connector

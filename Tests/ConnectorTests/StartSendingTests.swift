@@ -1,5 +1,6 @@
 import Foundation
 import PushCore
+@testable import PushWorker
 import Synchronization
 import Testing
 @testable import Connector

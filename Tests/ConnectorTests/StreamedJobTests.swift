@@ -3,6 +3,7 @@ import EmulatorKit
 import FCM
 import Foundation
 import PushCore
+@testable import PushWorker
 import Synchronization
 import Testing
 @testable import Connector

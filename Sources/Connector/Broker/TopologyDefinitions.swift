@@ -1,4 +1,5 @@
 import AMQP
+import CLIKit
 import PushCore
 
 /// The topology as a RabbitMQ definitions document (the format of `rabbitmqctl

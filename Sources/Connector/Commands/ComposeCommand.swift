@@ -1,3 +1,5 @@
+import CLIKit
+import ConfigurationFiles
 import PushCore
 
 /// `push-connector compose`: prints the FCM request bodies the worker would send for a job.

@@ -1,3 +1,5 @@
+import CLIKit
+import ConfigurationFiles
 import PushCore
 
 /// `push-connector config check`: validates an App ID file and every credentials file it names.

@@ -1,6 +1,9 @@
 import AMQP
+import CLIKit
+import DeadLetterTools
 import FoundationEssentials
 import PushCore
+import PushWorker
 
 /// What `cancel`, `pause` and `resume` share: writing a record to the fleet's control log (a
 /// confirmed publish: once the command returns, every worker has it or will read it at start)

@@ -1,8 +1,11 @@
 import AMQP
+import CLIKit
+import ConfigurationFiles
 import EventStorage
 import FoundationEssentials
 import HTTPServer
 import PushCore
+import PushEvents
 import ServiceRuntime
 
 /// `push-connector events`: the event ingestion endpoint and the events consumer into SQLite or

@@ -1,3 +1,4 @@
+import CLIKit
 import HTTPServer
 /// `push-connector health URL`: for container health checks (the image has no curl). GETs the
 /// URL and exits 0 on a 2xx answer, 1 on any other answer or none, with one line saying which.

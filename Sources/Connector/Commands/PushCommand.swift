@@ -1,5 +1,8 @@
+import CLIKit
+import ConfigurationFiles
 import FCM
 import PushCore
+import PushWorker
 
 /// `push-connector push`: composes and sends one message directly (no broker) and prints the
 /// outcome — what an operator uses to test an App ID's credentials and options.

@@ -1,4 +1,5 @@
 import AMQP
+import CLIKit
 import FoundationEssentials
 import Glibc
 import PushCore

@@ -1,4 +1,6 @@
 import AMQP
+import CLIKit
+import ConfigurationFiles
 import FoundationEssentials
 import PushCore
 

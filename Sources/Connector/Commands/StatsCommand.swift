@@ -1,3 +1,4 @@
+import CLIKit
 import EventStorage
 import FoundationEssentials
 import PushCore

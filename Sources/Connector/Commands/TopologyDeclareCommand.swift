@@ -1,4 +1,5 @@
 import AMQP
+import CLIKit
 
 /// `push-connector topology declare`: declares exchanges, queues and bindings (idempotent).
 public struct TopologyDeclareCommand: Command {

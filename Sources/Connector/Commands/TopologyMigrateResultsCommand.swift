@@ -1,4 +1,5 @@
 import AMQP
+import CLIKit
 
 /// `push-connector topology migrate-results`: moves the results of an earlier version's quorum
 /// queues into the results stream and deletes those queues (`ResultsMigration`).

@@ -1,10 +1,13 @@
 import AMQP
+import CLIKit
+import ConfigurationFiles
 import FCM
 import FoundationEssentials
 import Glibc
 import HTTPServer
 import PushCore
 import OSThread
+import PushWorker
 import ServiceRuntime
 
 /// `push-connector worker`: consumes send jobs, dispatches to FCM, publishes results, retries

@@ -1,7 +1,10 @@
 import AMQP
+import CLIKit
+import ConfigurationFiles
 import FCM
 import FoundationEssentials
 import PushCore
+import PushWorker
 import ServiceRuntime
 
 /// Everything `worker` runs with, resolved from its options, the environment, the settings

@@ -5,10 +5,12 @@
 //   worker-bench --amqp-url URL --fcm-url URL [--ca-file F] --service-account F
 //                [--jobs 1000] [--recipients 1] [--prefetch 200] [--lanes 1]
 import AMQP
+import ConfigurationFiles
 import Connector
 import FCM
 import Foundation
 import PushCore
+import PushWorker
 import ServiceRuntime
 
 /// Dispatch replaced by an instant success: what the broker side alone costs.

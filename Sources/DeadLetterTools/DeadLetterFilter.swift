@@ -1,3 +1,4 @@
+import CLIKit
 import PushCore
 
 /// Which DLQ messages a `dlq` command acts on. Pure. Values given for one field are

@@ -1,4 +1,5 @@
 import AMQP
+import CLIKit
 import PushCore
 
 /// `push-connector dlq list`: one line per dead-lettered job, without removing anything.

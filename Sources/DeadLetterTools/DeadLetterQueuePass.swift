@@ -1,4 +1,5 @@
 import AMQP
+import CLIKit
 import FoundationEssentials
 
 /// One pass over the DLQ that removes some messages and leaves the others in their order,

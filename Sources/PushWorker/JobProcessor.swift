@@ -28,7 +28,7 @@ public struct JobProcessor: Sendable {
     public static let defaultMaxJobBytes = 1 << 20
     /// When set, each target of a job takes a permit before it is composed and gives it back
     /// once sent (a `PermitPool`): what is composed and waiting for FCM stays within the FCM window.
-    var sendWindow: PermitPool?
+    public var sendWindow: PermitPool?
     /// Counts composed messages not yet sent, with their high-water mark (tests; nil otherwise).
     var unsentGauge: HighWaterGauge?
     /// When set, a job takes `min(targets, capacity)` permits of it (`admit`) before its first
@@ -37,16 +37,16 @@ public struct JobProcessor: Sendable {
     /// `--max-in-flight`), so prefetched jobs of many recipients go a few at a time instead of all
     /// advancing together, each holding its per-recipient state (and then its results, while the
     /// broker is slow to confirm) to the end. A job larger than the capacity goes alone.
-    var jobAdmission: PermitPool?
+    public var jobAdmission: PermitPool?
     /// Counts jobs admitted and not released, with their high-water mark (tests; nil otherwise).
     var admittedGauge: HighWaterGauge?
     /// The processor of the urgent lane (`Topology.urgentJobsQueue`): every job it handles is
     /// high priority, whatever its body says, so its retry copies take the urgent ladder and its
     /// dead letters say `"priority": "high"` (a replay puts them back on the urgent queue).
-    var urgent = false
+    public var urgent = false
     /// The fleet's cancels and App ID pauses (`FleetControl`), asked of every job before it is
     /// sent; nil: none (tests of the pipeline alone).
-    var control: FleetControl?
+    public var control: FleetControl?
     /// The longest a paused App ID's job waits in a retry tier before it is looked at again.
     static let longestPausedWait: Duration = .seconds(30)
 

@@ -1,3 +1,4 @@
+import ConfigurationFiles
 import FoundationEssentials
 import PushCore
 

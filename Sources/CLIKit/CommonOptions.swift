@@ -84,7 +84,7 @@ public enum CommonOptions {
     }
 
     /// True for `amqp[s]://user:password@…` (a password in the URL's user information).
-    static func carriesPassword(_ url: String) -> Bool {
+    package static func carriesPassword(_ url: String) -> Bool {
         let parts = url.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { return false }
         let authority = parts[1].prefix { $0 != "/" && $0 != "?" }
@@ -120,7 +120,7 @@ public enum CommonOptions {
     }
 
     /// `5,30,120`: whole seconds, each within RabbitMQ's x-message-ttl (at most 2^32-1 ms).
-    static func retryTiers(_ text: String) -> [Int]? {
+    package static func retryTiers(_ text: String) -> [Int]? {
         let parsed = text.split(separator: ",").map { Int($0.trimmingWhitespace()) }
         guard !parsed.isEmpty, parsed.allSatisfy({ (1...4_294_967).contains($0 ?? 0) }) else { return nil }
         return parsed.map { $0! }
@@ -152,12 +152,12 @@ public enum CommonOptions {
     }
 
     /// `--log-format` (checked by its declaration, so only `text` or `json` reach here).
-    static func logFormat(_ a: ParsedArguments) -> Logger.Format {
+    package static func logFormat(_ a: ParsedArguments) -> Logger.Format {
         Logger.Format(rawValue: a[.logFormat] ?? "text") ?? .text
     }
 
     /// `--log-level`.
-    static func logLevel(_ a: ParsedArguments) -> Logger.Level {
+    package static func logLevel(_ a: ParsedArguments) -> Logger.Level {
         switch a[.logLevel] ?? "info" {
         case "debug": return .debug
         case "warn", "warning": return .warning

@@ -1,4 +1,3 @@
-import AMQP
 import FoundationEssentials
 import PushCore
 
@@ -37,7 +36,7 @@ public enum FailureHeaders {
     public static let replayCopy = "replay"
 
     /// True when the newest `x-death` entry says the message expired in one of `queues`.
-    static func cameBack(_ headers: AMQPTable, fromOneOf queues: [String]) -> Bool {
+    package static func cameBack(_ headers: AMQPTable, fromOneOf queues: [String]) -> Bool {
         guard case .array(let deaths)? = headers["x-death"], case .table(let newest)? = deaths.first,
               let queue = newest["queue"]?.stringValue, newest["reason"]?.stringValue == "expired" else { return false }
         return queues.contains(queue)
@@ -132,13 +131,13 @@ public enum FailureHeaders {
     // MARK: Values
 
     /// A flag from a header: `true` (boolean or text).
-    static func isTrue(_ value: AMQPFieldValue) -> Bool {
+    package static func isTrue(_ value: AMQPFieldValue) -> Bool {
         if case .bool(let b) = value { return b }
         return value.stringValue == "true"
     }
 
     /// A count from a header: an integer, a numeric string or a whole double.
-    static func integer(_ value: AMQPFieldValue) -> Int? {
+    package static func integer(_ value: AMQPFieldValue) -> Int? {
         switch value {
         case .int(let i): return Int(i)
         case .string(let s): return Int(s)
@@ -148,7 +147,7 @@ public enum FailureHeaders {
     }
 
     /// A time from a header: RFC 3339 text or an AMQP timestamp.
-    static func timestamp(_ value: AMQPFieldValue) -> Timestamp? {
+    package static func timestamp(_ value: AMQPFieldValue) -> Timestamp? {
         switch value {
         case .timestamp(let date): return Timestamp(secondsSince1970: date.timeIntervalSince1970)
         case .string, .bytes: return value.stringValue.flatMap(Timestamp.init(rfc3339:))

@@ -1,4 +1,5 @@
 import AMQP
+import CLIKit
 import PushCore
 
 /// `push-connector dlq stats`: counts of the DLQ by code, App ID and age; oldest and newest.

@@ -2,9 +2,9 @@ import FoundationEssentials
 
 /// What `--check` prints: every option with its value and where it came from (secrets
 /// redacted), and the checks files get beyond existing (CA bundles hold certificates).
-enum CheckReport {
+package enum CheckReport {
     /// One line per option that has a value: `  --prefetch            100   (default)`.
-    static func optionLines(_ a: ParsedArguments) -> [String] {
+    package static func optionLines(_ a: ParsedArguments) -> [String] {
         var lines: [String] = []
         if let file = a.settingsFile { lines.append("  settings file: \(file)") }
         for option in a.spec.options where option.id != .settings && option.id != .check {
@@ -22,7 +22,7 @@ enum CheckReport {
     }
 
     /// A URL with its password replaced by `***` (`amqp://user:***@host/`); other text unchanged.
-    static func redact(_ value: String) -> String {
+    package static func redact(_ value: String) -> String {
         guard let scheme = value.firstRange(of: "://") else { return value }
         let rest = value[scheme.upperBound...]
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
@@ -31,7 +31,7 @@ enum CheckReport {
     }
 
     /// Nil when `path` (if given) is a PEM bundle with at least one certificate, else why not.
-    static func caFileProblem(_ path: String?, option: String, command: String) -> String? {
+    package static func caFileProblem(_ path: String?, option: String, command: String) -> String? {
         guard let path else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else { return "\(command): \(option) \(path): cannot be read" }
         return String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")

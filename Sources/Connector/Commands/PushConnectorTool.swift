@@ -1,3 +1,6 @@
+import CLIKit
+import ConfigurationFiles
+import DeadLetterTools
 import ServiceRuntime
 /// The `push-connector` command line: picks the subcommand, parses its arguments, runs it and
 /// turns every failure into one line on standard error and an exit code (2: bad input).
@@ -106,8 +109,4 @@ public enum PushConnectorTool {
             return 1
         }
     }
-}
-
-extension String {
-    func padding(to width: Int) -> String { count >= width ? self + " " : self + String(repeating: " ", count: width - count) }
 }

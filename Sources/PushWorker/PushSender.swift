@@ -1,3 +1,4 @@
+import ConfigurationFiles
 import FCM
 import PushCore
 

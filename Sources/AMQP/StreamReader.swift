@@ -1,4 +1,3 @@
-import AMQP
 import FoundationEssentials
 import Synchronization
 

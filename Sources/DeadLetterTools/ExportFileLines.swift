@@ -1,3 +1,4 @@
+import CLIKit
 import FoundationEssentials
 import Glibc
 import ServiceRuntime
