@@ -31,7 +31,7 @@ package enum CheckReport {
     }
 
     /// Nil when `path` (if given) is a PEM bundle with at least one certificate, else why not.
-    package static func caFileProblem(_ path: String?, option: String, command: String) -> String? {
+    package static func caFileProblem(_ path: String?, option: OptionKey, command: String) -> String? {
         guard let path else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else { return "\(command): \(option) \(path): cannot be read" }
         return String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----")

@@ -32,6 +32,13 @@ public final class PermitPool: Sendable {
         /// Waiters from `head` on; those before it were let in (nil, so that a callback's captures go with it).
         var waiters: [Waiter?] = []
         var head = 0
+
+        /// Takes `weight` permits if they are free and nobody waits ahead (first come, first served).
+        mutating func takeIfFree(_ weight: Int) -> Bool {
+            guard head == waiters.count, available >= weight else { return false }
+            available -= weight
+            return true
+        }
     }
 
     /// Permits in all.
@@ -47,13 +54,8 @@ public final class PermitPool: Sendable {
     /// number taken, to hand back to `release`.
     @discardableResult
     public func acquire(_ weight: Int = 1) async -> Int {
-        let weight = min(max(weight, 1), capacity)
-        let now = state.withLock { s -> Bool in
-            guard s.head == s.waiters.count, s.available >= weight else { return false }
-            s.available -= weight
-            return true
-        }
-        if now { return weight }
+        let weight = clamped(weight)
+        if tryAcquire(weight) { return weight }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             take(weight, or: .task(c))
         }
@@ -65,27 +67,22 @@ public final class PermitPool: Sendable {
     /// from the `release` that frees them. Nothing is suspended meanwhile: a waiting job costs
     /// its callback, not a task.
     public func acquire(_ weight: Int = 1, then granted: @escaping @Sendable (Int) -> Void) {
-        take(min(max(weight, 1), capacity), or: .callback(granted))
+        take(clamped(weight), or: .callback(granted))
     }
 
     /// Takes `weight` permits (clamped to 1...capacity) if they are free and nobody waits ahead;
     /// false, with nothing taken, otherwise.
     public func tryAcquire(_ weight: Int = 1) -> Bool {
-        let weight = min(max(weight, 1), capacity)
-        return state.withLock { s -> Bool in
-            guard s.head == s.waiters.count, s.available >= weight else { return false }
-            s.available -= weight
-            return true
-        }
+        let weight = clamped(weight)
+        return state.withLock { $0.takeIfFree(weight) }
     }
+
+    private func clamped(_ weight: Int) -> Int { min(max(weight, 1), capacity) }
 
     /// Takes `weight` permits now if they are free and nobody waits before, or queues `resumption`.
     private func take(_ weight: Int, or resumption: Resumption) {
         let now = state.withLock { s -> Bool in
-            if s.head == s.waiters.count, s.available >= weight {
-                s.available -= weight
-                return true
-            }
+            if s.takeIfFree(weight) { return true }
             s.waiters.append(Waiter(weight: weight, resumption: resumption))
             return false
         }

@@ -34,8 +34,8 @@ import Testing
     @Test func everyServiceDrainsBeforeTheStepsThatMustOutliveTheDrain() async throws {
         let journal = Journal()
         let shutdown = ShutdownSignal()
-        let group = ServiceGroup([Draining(name: "slow", drain: .milliseconds(200), journal: journal),
-                                  Draining(name: "fast", drain: .zero, journal: journal)],
+        let group = ServiceGroup([("slow", Draining(name: "slow", drain: .milliseconds(200), journal: journal)),
+                                  ("fast", Draining(name: "fast", drain: .zero, journal: journal))],
                                  afterDrain: [{ journal.note("http stopped") }, { journal.note("publisher closed") }])
         async let ending = group.run(until: shutdown)
         while journal.all.filter({ $0.hasSuffix("started") }).count < 2 { try await Task.sleep(for: .milliseconds(5)) }
@@ -48,9 +48,9 @@ import Testing
     @Test func aServiceThatEndsOnItsOwnStopsTheOthersAndIsReported() async {
         let journal = Journal()
         let shutdown = ShutdownSignal()
-        let ending = await ServiceGroup([Draining(name: "lane", drain: .zero, journal: journal), GivingUp(journal: journal)],
+        let ending = await ServiceGroup([("lane", Draining(name: "lane", drain: .zero, journal: journal)), ("quitter", GivingUp(journal: journal))],
                                         afterDrain: [{ journal.note("http stopped") }]).run(until: shutdown)
-        #expect(ending == .endedEarly(1))
+        #expect(ending == .endedEarly("quitter"))
         #expect(shutdown.isTriggered, "the others were told to stop")
         #expect(journal.all.last == "http stopped")
         #expect(journal.all.contains("lane drained"))
@@ -59,7 +59,7 @@ import Testing
     @Test func aServiceEndingAfterTheSignalIsAnOrdinaryShutdown() async {
         let shutdown = ShutdownSignal()
         shutdown.trigger()
-        let ending = await ServiceGroup([GivingUp(journal: Journal())]).run(until: shutdown)
+        let ending = await ServiceGroup([("quitter", GivingUp(journal: Journal()))]).run(until: shutdown)
         #expect(ending == .shutDown)
     }
 }

@@ -120,7 +120,7 @@ public struct EventsCommand: Command {
         }
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)
-        guard case .endedEarly = await ServiceGroup([service]).run(until: shutdown) else { return 0 }
+        guard case .endedEarly = await ServiceGroup([("events service", service)]).run(until: shutdown) else { return 0 }
         logger.error("the events service ended on its own")
         return 1
     }
@@ -128,7 +128,7 @@ public struct EventsCommand: Command {
     /// `--check`: the files beyond what option parsing checked, then what would run.
     private func check(_ c: EventsService.Configuration, _ context: CommandContext) throws(CommandFailure) {
         let problems = [
-            CheckReport.caFileProblem(c.settings.tls?.caFile, option: OptionKey.amqpCAFile.rawValue, command: "events"),
+            CheckReport.caFileProblem(c.settings.tls?.caFile, option: .amqpCAFile, command: "events"),
             c.database.flatMap { $0.configurationProblem(option: OptionKey.db.rawValue, command: "events") },
         ].compactMap { $0 }
         guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }

@@ -70,8 +70,8 @@ public struct WorkerCommand: Command {
         if arguments.has(.check) {
             let problems = AppConfigurationFile.credentialProblems(plan.registry, path: plan.configPath,
                                                                    allowInsecureHTTP: plan.fcm.allowInsecureHTTP)
-                + [CheckReport.caFileProblem(plan.fcm.transport.caFile, option: OptionKey.caFile.rawValue, command: "worker"),
-                   CheckReport.caFileProblem(plan.settings.tls?.caFile, option: OptionKey.amqpCAFile.rawValue, command: "worker")].compactMap { $0 }
+                + [CheckReport.caFileProblem(plan.fcm.transport.caFile, option: .caFile, command: "worker"),
+                   CheckReport.caFileProblem(plan.settings.tls?.caFile, option: .amqpCAFile, command: "worker")].compactMap { $0 }
             guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
             context.console.out(plan.summary(arguments))
             return 0
@@ -141,11 +141,12 @@ public struct WorkerCommand: Command {
                                         "http": server.map { "\(plan.http?.host ?? ""):\($0.port)" } ?? "off",
                                         "version": BuildInfo.version])
         // The endpoint outlives the drain: /readyz and /metrics answer while the lanes settle.
-        let services: [any Service] = [worker, urgentLane, control] + (fleet.map { [$0] } ?? [])
+        var services: [(name: String, service: any Service)] = [("campaign lanes", worker), ("urgent lane", urgentLane),
+                                                                ("control log", control)]
+        if let fleet { services.append(("fleet quota", fleet)) }
         let ending = await ServiceGroup(services, afterDrain: [{ await server?.stop() }]).run(until: shutdown)
-        guard case .endedEarly(let index) = ending else { return 0 }
-        logger.error("a part of the worker ended on its own; the others were drained and stopped",
-                     ["part": ["campaign lanes", "urgent lane", "control log", "fleet quota"][index]])
+        guard case .endedEarly(let part) = ending else { return 0 }
+        logger.error("a part of the worker ended on its own; the others were drained and stopped", ["part": part])
         return 1
     }
 }

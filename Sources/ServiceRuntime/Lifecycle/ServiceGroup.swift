@@ -10,14 +10,15 @@ public struct ServiceGroup: Sendable {
     public enum Ending: Sendable, Equatable {
         /// Every service returned after the signal.
         case shutDown
-        /// This service (by its position) returned before the signal and the group was stopped.
-        case endedEarly(Int)
+        /// The service of this name returned before the signal and the group was stopped.
+        case endedEarly(String)
     }
 
-    private let services: [any Service]
+    private let services: [(name: String, service: any Service)]
     private let afterDrain: [@Sendable () async -> Void]
 
-    public init(_ services: [any Service], afterDrain: [@Sendable () async -> Void] = []) {
+    /// `services` by the names an early end is reported under.
+    public init(_ services: [(name: String, service: any Service)], afterDrain: [@Sendable () async -> Void] = []) {
         self.services = services
         self.afterDrain = afterDrain
     }
@@ -25,11 +26,11 @@ public struct ServiceGroup: Sendable {
     /// Runs every service until `shutdown` and all of them have drained, then the `afterDrain` steps.
     @discardableResult
     public func run(until shutdown: ShutdownSignal) async -> Ending {
-        let ending = await withTaskGroup(of: Int?.self, returning: Ending.self) { group in
-            for (index, service) in services.enumerated() {
+        let ending = await withTaskGroup(of: String?.self, returning: Ending.self) { group in
+            for (name, service) in services {
                 group.addTask {
                     await service.run(until: shutdown)
-                    return shutdown.isTriggered ? nil : index
+                    return shutdown.isTriggered ? nil : name
                 }
             }
             var ending = Ending.shutDown
