@@ -82,7 +82,7 @@ let package = Package(
 
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "OSThread", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
-        .testTarget(name: "AMQPTests", dependencies: ["AMQP", "BrokerHarness"], swiftSettings: swiftSettings),
+        .testTarget(name: "AMQPTests", dependencies: ["AMQP", "OSThread", "BrokerHarness"], swiftSettings: swiftSettings),
         .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
         .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "PushCore"], swiftSettings: swiftSettings),
         .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "HTTPServer", "EventStorage", "ConfigurationFiles", "CLIKit", "PushWorker", "PushEvents", "DeadLetterTools", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),

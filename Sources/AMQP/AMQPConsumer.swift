@@ -1,11 +1,14 @@
 import CRabbitMQ
+import OSThread
 import FoundationEssentials
 import Synchronization
 
 /// Consumes one queue with manual acks on its own connection and its own thread.
 ///
-/// Declares nothing: the queue must exist (see `Topology`). Deliveries arrive on `deliveries`;
-/// settle each with `ack` / `nack` / `reject`, from any thread or task — the command is queued and
+/// Declares nothing: the queue must exist (see `Topology`). Deliveries arrive on `deliveries`,
+/// or, when `start` is given a `handler`, are handed to it on the connection thread (no task, no
+/// hop: the caller's work starts on the thread that read the frame; `deliveries` then carries
+/// none and only ends, as below); settle each with `ack` / `nack` / `reject`, from any thread or task — the command is queued and
 /// executed on the connection thread, in submission order. At most `prefetch` deliveries are
 /// unsettled at a time (basic.qos), which bounds the stream's buffer.
 ///
@@ -55,10 +58,13 @@ public final class AMQPConsumer: Sendable {
     private let currentPrefetch: Atomic<UInt16>
     private let commands: CommandQueue<Command>
     private let continuation: AsyncThrowingStream<Delivery, any Error>.Continuation
+    /// Called with each delivery on the connection thread instead of `deliveries` (nil: the stream).
+    private let handler: (@Sendable (Delivery, AMQPConsumer) -> Void)?
 
-    private init(queue: String, prefetch: UInt16) throws(AMQPError) {
+    private init(queue: String, prefetch: UInt16, handler: (@Sendable (Delivery, AMQPConsumer) -> Void)?) throws(AMQPError) {
         commands = try CommandQueue()
         self.queue = queue
+        self.handler = handler
         currentPrefetch = Atomic(prefetch)
         (deliveries, continuation) = AsyncThrowingStream.makeStream(of: Delivery.self, throwing: (any Error).self)
     }
@@ -75,11 +81,17 @@ public final class AMQPConsumer: Sendable {
     ///
     /// `brokerArguments` adds consume arguments that depend on what the broker can do, decided
     /// once connected (`BrokerFeatures`, also on `brokerFeatures` afterwards).
+    ///
+    /// `handler` takes every delivery, with the consumer to settle it on, on the connection
+    /// thread between two frames (possibly before `start` returns): it must not block (it starts
+    /// work and returns); `deliveries` then only ends (normally or with the error that ended
+    /// consumption).
     public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
                              exclusive: Bool = false, arguments: AMQPTable = [:],
                              brokerArguments: (@Sendable (BrokerFeatures) -> AMQPTable)? = nil,
-                             coalescingAcks: Bool = false, sizing: PrefetchSizer? = nil) async throws -> AMQPConsumer {
-        let consumer = try AMQPConsumer(queue: queue, prefetch: sizing?.initial ?? prefetch)
+                             coalescingAcks: Bool = false, sizing: PrefetchSizer? = nil,
+                             handler: (@Sendable (Delivery, AMQPConsumer) -> Void)? = nil) async throws -> AMQPConsumer {
+        let consumer = try AMQPConsumer(queue: queue, prefetch: sizing?.initial ?? prefetch, handler: handler)
         let coalescer = coalescingAcks || sizing != nil
             ? AckCoalescer(stragglerLimit: Int(consumer.prefetch) / 4) : nil
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
@@ -214,7 +226,12 @@ public final class AMQPConsumer: Sendable {
                     switch frame {
                     case .deliver(let delivery):
                         coalescer?.delivered(delivery.deliveryTag, bytes: delivery.body.count)
-                        if subscription.handsOutDeliveries { continuation.yield(delivery) }
+                        if subscription.handsOutDeliveries {
+                            if let handler { handler(delivery, self) } else {
+                                ThreadHandoffs.record()  // to the task that reads the stream
+                                continuation.yield(delivery)
+                            }
+                        }
                     case .other(let method) where method == AMQPMethod.basicCancelOK:
                         try take(subscription.cancelConfirmed())
                     case .cancelledByServer:

@@ -7,6 +7,8 @@ import Synchronization
 /// `close` cannot tear the wake-up channel down in between). The loop takes the whole inbox at the
 /// top of each pass and sleeps only where a pending wake-up returns; so a non-empty inbox always
 /// has a wake-up pending or a pass coming, and a burst of submits costs one wake-up and one pass.
+///
+/// A submit from a thread other than the one that takes counts as a hand-off (`ThreadHandoffs`).
 public final class LoopInbox<Item: Sendable>: Sendable {
     private struct State {
         var queue: [Item] = []
@@ -14,12 +16,16 @@ public final class LoopInbox<Item: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The thread that takes (0 until its first `take`).
+    private let owner = Atomic<UInt>(0)
 
     public init() {}
 
     /// Queues `item`, calling `wake` if the inbox was empty; false (nothing queued) once closed.
     public func submit(_ item: Item, wake: () -> Void) -> Bool {
-        state.withLock { s in
+        let owner = owner.load(ordering: .relaxed)
+        if owner != 0 && owner != ThreadHandoffs.currentThread { ThreadHandoffs.record() }
+        return state.withLock { s in
             guard !s.closed else { return false }
             s.queue.append(item)
             if s.queue.count == 1 { wake() }
@@ -46,6 +52,7 @@ public final class LoopInbox<Item: Sendable>: Sendable {
     /// `items` from pass to pass and the queue reuses its capacity, so a pass allocates nothing.
     @discardableResult
     public func take(into items: inout [Item]) -> Bool {
+        if owner.load(ordering: .relaxed) == 0 { owner.store(ThreadHandoffs.currentThread, ordering: .relaxed) }
         items.removeAll(keepingCapacity: true)
         return state.withLock { s in
             swap(&items, &s.queue)

@@ -119,14 +119,19 @@ public final class SendWorker: Service {
         await lifecycle.run({
             counters.connectAttempts.add(1, ordering: .relaxed)
             try await outbound.connected()
+            let tracker = InFlightTracker()
+            // Each delivery is taken on the consumer's thread, as it is read (`take`).
             let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.queue,
-                                                        prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing)
+                                                        prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing,
+                                                        handler: { delivery, consumer in
+                self.take(delivery, from: consumer, outbound: outbound, tracker: tracker, log: log)
+            })
             log.info("consuming", ["queue": configuration.queue, "broker": configuration.settings.redactedURL,
                                    "prefetch": sizing.map { "\($0.initial) up to \($0.maxPrefetch), sized to \($0.budgetBytes) bytes" }
                                        ?? "\(configuration.prefetch)"])
             status.lane(lane, prefetch: { consumer.prefetch })
             status.lane(lane, consuming: true)
-            let error = await consume(consumer, outbound, lifecycle: lifecycle, log: log)
+            let error = await consume(consumer, tracker: tracker, lifecycle: lifecycle, log: log)
             status.lane(lane, consuming: false)
             await consumer.close()
             if let error {
@@ -140,34 +145,15 @@ public final class SendWorker: Service {
         await outbound.close()
     }
 
-    /// Consumes until the stream ends; returns the error that ended it (nil: clean shutdown).
-    private func consume(_ consumer: AMQPConsumer, _ outbound: OutboundPublisher, lifecycle: ConnectionLifecycle,
+    /// Waits while the consumer consumes (its deliveries go to `take`) until it ends; returns
+    /// the error that ended it (nil: clean shutdown), once the deliveries in flight drained.
+    private func consume(_ consumer: AMQPConsumer, tracker: InFlightTracker, lifecycle: ConnectionLifecycle,
                          log: Logger) async -> (any Error)? {
-        let tracker = InFlightTracker()
         let watcher = lifecycle.watchShutdown { consumer.cancel() }
         defer { watcher.cancel() }
         var streamError: (any Error)?
         do {
-            for try await delivery in consumer.deliveries {
-                counters.deliveries.add(1, ordering: .relaxed)
-                tracker.enter()
-                // Read on the loop; a job waiting for the job admission is this callback, not a
-                // task: prefetched jobs of many recipients cost their bytes while they wait.
-                let intake = processor.intake(body: delivery.body, headers: delivery.properties.headers)
-                processor.admit(intake) { job in
-                    let stop: @Sendable () -> Bool = { tracker.isAbandoned }
-                    // A job of one target (unless the broker is blocked) holds no task while FCM
-                    // answers, nor while the broker confirms, unless a publish fails.
-                    if !outbound.isBlocked, self.processor.startSending(job, stop: stop, sent: { sent in
-                        self.settleWithoutTask(delivery, job, self.processor.conclude(job, sent), consumer: consumer,
-                                               outbound: outbound, tracker: tracker, stop: stop, log: log)
-                    }) { return }
-                    Task {
-                        await self.handle(delivery, job, consumer: consumer, outbound: outbound, stop: stop, log: log)
-                        tracker.leave()
-                    }
-                }
-            }
+            for try await _ in consumer.deliveries {}
         } catch {
             streamError = error
             // The channel is gone: no ack can land any more and the broker requeues every unacked
@@ -178,6 +164,30 @@ public final class SendWorker: Service {
             log.warning("deadline reached with deliveries in flight; they stay unacked and the broker requeues them")
         }
         return streamError
+    }
+
+    /// Takes one delivery on the consumer's thread: reads it, and once admitted starts it there.
+    /// A job of one target (unless the broker is blocked) holds no task while FCM answers, nor
+    /// while the broker confirms, unless a publish fails; other jobs run in a task each.
+    private func take(_ delivery: Delivery, from consumer: AMQPConsumer, outbound: OutboundPublisher,
+                      tracker: InFlightTracker, log: Logger) {
+        counters.deliveries.add(1, ordering: .relaxed)
+        tracker.enter()
+        // A job waiting for the job admission is this callback, not a task: prefetched jobs of
+        // many recipients cost their bytes while they wait.
+        let intake = processor.intake(body: delivery.body, headers: delivery.properties.headers)
+        processor.admit(intake) { job in
+            let stop: @Sendable () -> Bool = { tracker.isAbandoned }
+            if !outbound.isBlocked, self.processor.startSending(job, stop: stop, sent: { sent in
+                self.settleWithoutTask(delivery, job, self.processor.conclude(job, sent), consumer: consumer,
+                                       outbound: outbound, tracker: tracker, stop: stop, log: log)
+            }) { return }
+            self.counters.jobTasks.add(1, ordering: .relaxed)
+            Task {
+                await self.handle(delivery, job, consumer: consumer, outbound: outbound, stop: stop, log: log)
+                tracker.leave()
+            }
+        }
     }
 
     /// Processes an admitted job in this task, then settles it.
@@ -214,9 +224,13 @@ public final class SendWorker: Service {
         }
         let started = outbound.tryPublish(processed.messages) { failedRound in
             guard let failedRound else { return finish(true) }
+            self.counters.jobTasks.add(1, ordering: .relaxed)
             Task { finish(await outbound.republish(failedRound, stop: stop)) }
         }
-        if !started { Task { finish(await outbound.publishUntilConfirmed(processed.messages, stop: stop)) } }
+        if !started {
+            counters.jobTasks.add(1, ordering: .relaxed)
+            Task { finish(await outbound.publishUntilConfirmed(processed.messages, stop: stop)) }
+        }
     }
 
     /// The logger of a job's lines: its fields attached only when a debug line will be written

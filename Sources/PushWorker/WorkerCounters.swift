@@ -16,6 +16,9 @@ public final class WorkerCounters: Sendable {
     /// Times the broker blocked a publisher connection (connection.blocked, a resource alarm).
     public let blocked = Atomic<Int>(0)
     public let connectAttempts = Atomic<Int>(0)
+    /// Times a job went on in a task instead of its callbacks: several targets, a broker alarm,
+    /// no publisher to use, a publish to retry. The one-target happy path takes none.
+    public let jobTasks = Atomic<Int>(0)
 
     public init() {}
 

@@ -1,0 +1,82 @@
+import AMQP
+import BrokerHarness
+import Foundation
+import Glibc
+import OSThread
+import Synchronization
+import Testing
+
+/// `AMQPConsumer.start(handler:)`: deliveries handed to the handler on the connection thread, as
+/// read, with no task and no stream in between (the worker's lanes take jobs this way).
+@Suite("A consumer's handler takes deliveries on its connection thread", .timeLimit(.minutes(1)))
+struct ConsumerHandlerTests {
+    /// What the handler saw: the bodies in order and the threads it ran on.
+    final class Seen: Sendable {
+        private let state = Mutex<(bodies: [String], threads: Set<UInt>)>(([], []))
+        func add(_ delivery: Delivery) {
+            let thread = UInt(pthread_self())
+            state.withLock {
+                $0.bodies.append(String(decoding: delivery.body, as: UTF8.self))
+                $0.threads.insert(thread)
+            }
+        }
+        var bodies: [String] { state.withLock { $0.bodies } }
+        var threads: Set<UInt> { state.withLock { $0.threads } }
+    }
+
+    @Test func everyDeliveryReachesTheHandlerInOrderOnOneThreadWithoutAHandoffAndTheStreamOnlyEnds() async throws {
+        let total = 200
+        let (broker, settings, queue, client) = try await queueHolding(total, name: "handler")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        defer { client.close() }
+
+        let seen = Seen()
+        let handoffsBefore = ThreadHandoffs.count
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 50, handler: { delivery, consumer in
+            seen.add(delivery)
+            consumer.ack(delivery.deliveryTag)  // from the connection thread itself: no hand-off
+        })
+        try await withDeadline(15, "\(total) deliveries to the handler") {
+            while seen.bodies.count < total { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let handoffs = ThreadHandoffs.count - handoffsBefore
+        consumer.cancel()
+        let streamed = try await withDeadline(10, "the stream's end after cancel") {
+            var count = 0
+            for try await _ in consumer.deliveries { count += 1 }
+            return count
+        }
+        await consumer.close()
+
+        #expect(seen.bodies == (0..<total).map { "m\($0)" }, "every delivery once, in the queue's order")
+        #expect(seen.threads.count == 1, "one thread, the connection's: \(seen.threads.count)")
+        #expect(!seen.threads.contains(UInt(pthread_self())))
+        #expect(handoffs == 0, "the handler and its acks cross no thread, counted \(handoffs)")
+        #expect(streamed == 0, "the stream carries no delivery when a handler takes them")
+        #expect(try client.messageCount(queue: queue) == 0, "every ack landed")
+    }
+
+    @Test func aStreamConsumerCountsAHandoffPerDelivery() async throws {
+        let (broker, settings, queue, client) = try await queueHolding(20, name: "streamed")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        defer { client.close() }
+        let before = ThreadHandoffs.count
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 50)
+        let taken = try await take(20, from: consumer)
+        let handoffs = ThreadHandoffs.count - before
+        await consumer.close()
+        #expect(taken.count == 20)
+        #expect(handoffs >= 20, "each delivery crosses from the connection thread to the reading task: \(handoffs)")
+    }
+
+    /// A new queue of the shared broker holding `count` messages `m0`, `m1`, …, with the client that published them.
+    private func queueHolding(_ count: Int, name: String) async throws -> (TestBroker, AMQPSettings, String, AMQPChannelClient) {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName(name)
+        try declareTestQueue(queue, settings: settings)
+        let client = try AMQPChannelClient(settings: settings)
+        for i in 0..<count { try client.publishConfirmed(exchange: "", routingKey: queue, body: Data("m\(i)".utf8)) }
+        return (broker, settings, queue, client)
+    }
+}

@@ -1,0 +1,54 @@
+import AMQP
+import Foundation
+import OSThread
+import PushCore
+import Testing
+@testable import Connector
+@testable import PushWorker
+
+/// How often a job's work moves from one thread to another on the worker's happy path (jobs of
+/// one target, the access token cached, nothing blocked), counted by the `ThreadHandoffs` probe
+/// over a real broker and the emulator. The lane's goal is none (decision 0082); this pins where
+/// it stands, so that a change adding a hop fails.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ThreadHandoffTests {
+    @Test func aOneTargetJobCrossesThreeThreadsAndNeedsNoTask() async throws {
+        let f = try await PipelineFixture()
+        let worker = try f.makeWorker(prefetch: 50)
+        let (shutdown, task) = f.startWorker(worker)
+        // The first job fetches the access token and opens the HTTP/2 connection (in a task).
+        try await f.publish([jobJSON("warm-up", tokens: ["dev-warm"])])
+        try await waitUntilAcked(worker, 1)
+
+        // Published with a blocking client: the test's own publishes cross no loop thread.
+        let jobs = 200
+        let client = try AMQPChannelClient(settings: f.settings)
+        defer { client.close() }
+        let (handoffsBefore, tasksBefore) = (ThreadHandoffs.count, worker.counters.jobTasks.load(ordering: .relaxed))
+        for i in 0..<jobs {
+            try client.publishConfirmed(exchange: f.topology.jobsExchange, routingKey: f.topology.jobsRoutingKey,
+                                        body: Data(jobJSON("job-\(i)", tokens: ["dev-\(i)"]).utf8))
+        }
+        try await waitUntilAcked(worker, 1 + jobs)
+        let handoffs = ThreadHandoffs.count - handoffsBefore
+        let tasks = worker.counters.jobTasks.load(ordering: .relaxed) - tasksBefore
+        shutdown.trigger()
+        await task.value
+
+        let results = try await f.results(1 + jobs)
+        #expect(results.allSatisfy { $0.outcome == .sent } && Set(results.map(\.jobID)).count == 1 + jobs)
+        #expect(tasks == 0, "no job of one target went on in a task: \(tasks)")
+        // Consumer thread → fcm-h2 (the request), fcm-h2 → publisher (the results), publisher →
+        // consumer (the ack): three per job; the delivery itself is taken on the consumer thread.
+        #expect(handoffs == 3 * jobs, "hand-offs per job: \(Double(handoffs) / Double(jobs))")
+    }
+
+    private func waitUntilAcked(_ worker: SendWorker, _ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while worker.counters.acked.load(ordering: .relaxed) < count {
+            guard ContinuousClock.now < deadline else {
+                throw FixtureError("only \(worker.counters.acked.load(ordering: .relaxed)) of \(count) jobs acked within 30 s")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+}
