@@ -245,8 +245,8 @@ public final class AMQPConsumer: Sendable {
                 }
                 if let sizing, let held = coalescer {
                     try take(subscription.size(
-                        resize: { sizing.resize(current: prefetch, held: held.held, heldBytes: held.heldBytes) },
-                        mayConsume: { sizing.mayConsume($0, held: held.held, heldBytes: held.heldBytes) }))
+                        resize: { sizing.resize(current: prefetch, held: held.held, heldBytes: held.heldBytes, largestHeld: held.largestHeld) },
+                        mayConsume: { sizing.mayConsume($0, held: held.held, heldBytes: held.heldBytes, largestHeld: held.largestHeld) }))
                 }
                 if readAny == 0 { commands.wait(socketFD: connection.socketFD, timeoutMillis: pollMillis) }
             }

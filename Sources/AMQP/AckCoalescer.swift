@@ -59,6 +59,14 @@ public struct AckCoalescer: Sendable {
     /// Delivered and not yet completed.
     public var held: Int { unacked - completed }
 
+    /// Bytes of the largest delivery held (0 when none is): a walk over the unacked ones, for a
+    /// prefetch shrink, not for every pass.
+    public var largestHeld: Int {
+        var largest = 0
+        for i in head..<tags.count where !done[i] { largest = max(largest, sizes[i]) }
+        return largest
+    }
+
     /// Records a delivery of `bytes` (tags grow along a channel).
     public mutating func delivered(_ deliveryTag: UInt64, bytes: Int = 0) {
         precondition(tags.last.map { $0 < deliveryTag } ?? true, "delivery tags grow along a channel")

@@ -10,9 +10,11 @@
 /// - **Start** where even the largest allowed delivery fits: `budgetBytes / largestDelivery`.
 /// - **Grow by doubling** while the window is at least half used and the held bytes plus twice
 ///   the prefetch at the held deliveries' average size fit the budget, up to `maxPrefetch`.
-/// - **Shrink** when the held bytes are over the budget, to what fills half of it at that
-///   average; the consumer then waits, cancelled, until the held bytes leave room for the new
-///   prefetch (`mayConsume`), that is until about half the budget is free.
+/// - **Shrink** when the held bytes are over the budget, to what fills half of it with deliveries
+///   as large as the largest held (not the average: among many small deliveries a few large ones
+///   would get a prefetch they overflow); the consumer then waits, cancelled, until the held
+///   bytes leave room for the new prefetch of deliveries that large (`mayConsume`), that is
+///   until about half the budget is free, without waiting for every held delivery to complete.
 /// Between the two the prefetch stays put, so mixed sizes do not make it swing. A rise in size
 /// overshoots by at most what the current prefetch lets in before the shrink lands.
 public struct PrefetchSizer: Sendable, Equatable {
@@ -30,12 +32,12 @@ public struct PrefetchSizer: Sendable, Equatable {
     }
 
     /// The prefetch to change to, or nil to keep `current`, given the deliveries held now
-    /// (`held` of them, `heldBytes` in all).
-    public func resize(current: UInt16, held: Int, heldBytes: Int) -> UInt16? {
+    /// (`held` of them, `heldBytes` in all, the largest `largestHeld` bytes: asked only to shrink).
+    public func resize(current: UInt16, held: Int, heldBytes: Int, largestHeld: @autoclosure () -> Int) -> UInt16? {
         guard held > 0 else { return nil }
         let average = max(1, heldBytes / held)
         if heldBytes > budgetBytes {
-            let half = Self.clamp(budgetBytes / 2 / average, to: maxPrefetch)
+            let half = Self.clamp(budgetBytes / 2 / max(average, largestHeld()), to: maxPrefetch)
             return half < current ? half : nil
         }
         let doubled = Self.clamp(Int(current) * 2, to: maxPrefetch)
@@ -45,10 +47,10 @@ public struct PrefetchSizer: Sendable, Equatable {
     }
 
     /// Whether a consumer waiting to consume with `prefetch` may start now: nothing is held, or
-    /// the held bytes leave room for `prefetch` more deliveries of their average size.
-    public func mayConsume(_ prefetch: UInt16, held: Int, heldBytes: Int) -> Bool {
+    /// the held bytes leave room for `prefetch` more deliveries as large as the largest held.
+    public func mayConsume(_ prefetch: UInt16, held: Int, heldBytes: Int, largestHeld: Int) -> Bool {
         guard held > 0 else { return true }
-        return heldBytes + Int(prefetch) * max(1, heldBytes / held) <= budgetBytes
+        return heldBytes + Int(prefetch) * max(1, heldBytes / held, largestHeld) <= budgetBytes
     }
 
     private static func clamp(_ value: Int, to maximum: UInt16) -> UInt16 {
