@@ -8,8 +8,8 @@ import Synchronization
 /// Declares nothing: the queue must exist (see `Topology`). Deliveries arrive on `deliveries`,
 /// or, when `start` is given a `handler`, are handed to it on the connection thread (no task, no
 /// hop: the caller's work starts on the thread that read the frame; `deliveries` then carries
-/// none and only ends, as below); settle each with `ack` / `nack` / `reject`, from any thread or task — the command is queued and
-/// executed on the connection thread, in submission order. At most `prefetch` deliveries are
+/// none and only ends, as below). Settle each with `ack` / `nack` / `reject`, from any thread or
+/// task: the command is queued and executed on the connection thread, in submission order. At most `prefetch` deliveries are
 /// unsettled at a time (basic.qos), which bounds the stream's buffer.
 ///
 /// The stream finishes:
