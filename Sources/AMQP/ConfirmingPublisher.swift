@@ -45,23 +45,19 @@ public final class ConfirmingPublisher: Sendable {
         }
     }
 
+    /// What the connection thread is asked to do. Every publish is a batch (`publish(batch:settled:)`;
+    /// one message is a batch of one): one command, one way its confirms come back.
     enum Command: Sendable {
-        case publish(Outgoing, CheckedContinuation<Void, any Error>)
-        case publishBatch([Outgoing], @Sendable ([AMQPError?]) -> Void)
+        case publish([Outgoing], @Sendable ([AMQPError?]) -> Void)
         case close(CheckedContinuation<Void, Never>, timeout: Duration?)
     }
 
-    /// Who waits for a confirm: one `publish`, or one message of a `publish(batch:)`.
-    private enum Waiter {
-        case one(CheckedContinuation<Void, any Error>)
-        case batch(BatchConfirms, Int)
+    /// Who waits for a confirm: one message of a batch.
+    private struct Waiter {
+        let batch: BatchConfirms
+        let index: Int
 
-        func settle(_ result: Result<Void, AMQPError>) {
-            switch self {
-            case .one(let c): c.resume(with: result.mapError { $0 as any Error })
-            case .batch(let box, let index): box.settle(index, result)
-            }
-        }
+        func settle(_ result: Result<Void, AMQPError>) { batch.settle(index, result) }
     }
 
     /// The confirms of one batch, gathered on the connection thread; calls its caller back once,
@@ -128,15 +124,11 @@ public final class ConfirmingPublisher: Sendable {
         return publisher
     }
 
-    /// Publishes one message and returns when the broker confirmed it.
+    /// Publishes one message and returns when the broker confirmed it (a batch of one).
     public func publish(exchange: String, routingKey: String, body: Data,
                         properties: MessageProperties = MessageProperties()) async throws {
         let message = Outgoing(exchange: exchange, routingKey: routingKey, body: body, properties: properties)
-        try await withCheckedThrowingContinuation { (confirmed: CheckedContinuation<Void, any Error>) in
-            if !commands.submit(.publish(message, confirmed)) {
-                confirmed.resume(throwing: AMQPError.closed("the publisher"))
-            }
-        }
+        if let error = await publish(batch: [message]).first ?? nil { throw error }
     }
 
     /// Publishes `messages` in order with one command and returns once the broker settled every
@@ -153,7 +145,7 @@ public final class ConfirmingPublisher: Sendable {
     /// once when the publisher is closed) instead of returned: nothing waits as a task meanwhile.
     public func publish(batch messages: [Outgoing], settled: @escaping @Sendable ([AMQPError?]) -> Void) {
         if messages.isEmpty { return settled([]) }
-        if !commands.submit(.publishBatch(messages, settled)) {
+        if !commands.submit(.publish(messages, settled)) {
             settled(Array(repeating: AMQPError.closed("the publisher"), count: messages.count))
         }
     }
@@ -240,21 +232,12 @@ public final class ConfirmingPublisher: Sendable {
                 if corked { connection.cork(true) }
                 for (index, command) in batch.enumerated() {
                     switch command {
-                    case .publish(let m, let confirmed):
-                        if !closers.isEmpty {  // submitted after close() in the same batch
-                            confirmed.resume(throwing: AMQPError.closed("the publisher"))
-                        } else {
-                            do { try submit([(m, .one(confirmed))]) } catch {
-                                unprocessed = Array(batch[(index + 1)...])
-                                throw error
-                            }
-                        }
-                    case .publishBatch(let messages, let settled):
+                    case .publish(let messages, let settled):
                         let box = BatchConfirms(count: messages.count, settled)
-                        if !closers.isEmpty {
+                        if !closers.isEmpty {  // submitted after close() in the same batch
                             for i in messages.indices { box.settle(i, .failure(AMQPError.closed("the publisher"))) }
                         } else {
-                            do { try submit(messages.enumerated().map { ($1, .batch(box, $0)) }) } catch {
+                            do { try submit(messages.enumerated().map { ($1, Waiter(batch: box, index: $0)) }) } catch {
                                 unprocessed = Array(batch[(index + 1)...])
                                 throw error
                             }
@@ -328,8 +311,7 @@ public final class ConfirmingPublisher: Sendable {
         var count = 0
         for command in batch {
             switch command {
-            case .publish: count += 1
-            case .publishBatch(let messages, _): count += messages.count
+            case .publish(let messages, _): count += messages.count
             case .close: break
             }
         }
@@ -339,8 +321,7 @@ public final class ConfirmingPublisher: Sendable {
     /// Fails a command that will not be executed (a close is kept to be resumed).
     private static func fail(_ command: Command, _ error: AMQPError, closers: inout [CheckedContinuation<Void, Never>]) {
         switch command {
-        case .publish(_, let c): c.resume(throwing: error)
-        case .publishBatch(let messages, let settled): settled(Array(repeating: error, count: messages.count))
+        case .publish(let messages, let settled): settled(Array(repeating: error, count: messages.count))
         case .close(let d, _): closers.append(d)
         }
     }

@@ -39,23 +39,18 @@ public final class EventPublisher: Sendable {
             throw EventPublishError.brokerUnreachable
         }
         let properties = MessageProperties(contentType: "application/json", persistent: true)
-        do {
-            if bodies.count == 1 {
-                try await publisher.publish(exchange: exchange, routingKey: "", body: bodies[0], properties: properties)
-            } else {
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for body in bodies {
-                        group.addTask { try await publisher.publish(exchange: self.exchange, routingKey: "", body: body, properties: properties) }
-                    }
-                    try await group.waitForAll()
-                }
-            }
-        } catch let error as AMQPError where error.code == .nacked || error.code == .returned {
-            throw EventPublishError.notConfirmed
-        } catch {
-            if drop(index, connecting) { Task { await publisher.close() } }
-            throw EventPublishError.brokerUnreachable
-        }
+        // One batch, one wait: the connection thread writes them together and calls back once
+        // the last confirm arrived.
+        let outcomes = await publisher.publish(batch: bodies.map {
+            ConfirmingPublisher.Outgoing(exchange: exchange, routingKey: "", body: $0, properties: properties)
+        })
+        let failures = outcomes.compactMap { $0 }
+        guard !failures.isEmpty else { return }
+        // A refusal of the message (nack, routed nowhere) says nothing about the connection; any
+        // other failure means it is gone.
+        if failures.allSatisfy({ $0.code == .nacked || $0.code == .returned }) { throw EventPublishError.notConfirmed }
+        if drop(index, connecting) { Task { await publisher.close() } }
+        throw EventPublishError.brokerUnreachable
     }
 
     /// For `/healthz`: true when a slot holds a live connection, else after opening one (at most
