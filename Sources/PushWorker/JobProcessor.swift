@@ -73,7 +73,7 @@ public struct JobProcessor: Sendable {
     ///
     /// `stop` is asked once the job got its place in the send window: true (the lane gave up on
     /// the delivery meanwhile) returns no messages and sends nothing.
-    public func processJob(body: Data, headers: AMQPTable, stop: @Sendable () -> Bool = { false }) async -> ProcessedJob {
+    public func processJob(body: Data, headers: AMQPTable, stop: @escaping @Sendable () -> Bool = { false }) async -> ProcessedJob {
         let intake = intake(body: body, headers: headers)
         let admitted = await withCheckedContinuation { (c: CheckedContinuation<AdmittedJob, Never>) in
             admit(intake) { c.resume(returning: $0) }
@@ -119,7 +119,7 @@ public struct JobProcessor: Sendable {
     /// Sends an admitted job's targets and plans (the admission stays taken: see `release`).
     /// `stop` true (the lane gave up) before a target is sent leaves it unsent (planned as not
     /// sent); true before the first one returns no messages at all.
-    public func process(_ admitted: AdmittedJob, stop: @Sendable () -> Bool = { false }) async -> ProcessedJob {
+    public func process(_ admitted: AdmittedJob, stop: @escaping @Sendable () -> Bool = { false }) async -> ProcessedJob {
         guard case .ready(let ready) = admitted.intake.preparation else { return conclude(admitted, SentJob(sends: nil)) }
         return conclude(admitted, SentJob(sends: await send(ready, sender: admitted.intake.sender, stop: stop)))
     }
@@ -131,33 +131,38 @@ public struct JobProcessor: Sendable {
     public func startSending(_ admitted: AdmittedJob, stop: @escaping @Sendable () -> Bool,
                              sent: @escaping @Sendable (SentJob) -> Void) -> Bool {
         guard case .ready(let ready) = admitted.intake.preparation, ready.prepared.targetCount == 1 else { return false }
-        if stop() {
-            sent(SentJob(sends: nil))
-            return true
-        }
-        let sender = admitted.intake.sender, window = sendWindow
+        startOne(ready, sender: admitted.intake.sender, stop: stop) { sent(SentJob(sends: $0)) }
+        return true
+    }
+
+    /// The steps of a job of one target, each a callback: its turn at the project's rate, a
+    /// send-window permit, composition, the send; `sent` gets what it gave (nil: `stop` said so
+    /// before the send, and nothing was sent).
+    private func startOne(_ ready: ReadyJob, sender: any PushSender, stop: @escaping @Sendable () -> Bool,
+                          sent: @escaping @Sendable (TargetSends?) -> Void) {
+        if stop() { return sent(nil) }
+        let window = sendWindow
         sender.pace(app: ready.app, urgent: isUrgent(ready.job)) { placed in
             let composeAndSend: @Sendable (Int) -> Void = { _ in
                 if stop() {
                     window?.release(1)
-                    return sent(SentJob(sends: nil))
+                    return sent(nil)
                 }
-                self.composeAndStart(ready, sender: sender, placed: placed, proceed: { true }) { sent(SentJob(sends: $0)) }
+                self.composeAndStart(ready, sender: sender, placed: placed) { sent($0) }
             }
             if let window { window.acquire(1, then: composeAndSend) } else { composeAndSend(0) }
         }
-        return true
     }
 
     /// Composes the one target of `ready` (its send-window permit taken) and starts its send;
     /// `sent` gets the composition outcome and what the send gave, once the permit is given back.
-    /// A target that cannot be composed, or whose send `proceed()` (asked on the caller's thread)
-    /// refuses, is not sent: it gives its permit back at once and is planned as not sent.
-    private func composeAndStart(_ ready: ReadyJob, sender: any PushSender, placed: Bool, proceed: () -> Bool,
+    /// A target that cannot be composed is not sent: it gives its permit back at once and is
+    /// planned as not sent.
+    private func composeAndStart(_ ready: ReadyJob, sender: any PushSender, placed: Bool,
                                  sent: @escaping @Sendable (TargetSends) -> Void) {
         let window = sendWindow, gauge = unsentGauge
         let outcome = ready.prepared.compose(0)
-        guard case .message(let message) = outcome, proceed() else {
+        guard case .message(let message) = outcome else {
             window?.release(1)
             return sent(([outcome], [:]))
         }
@@ -253,28 +258,19 @@ public struct JobProcessor: Sendable {
     ///
     /// Returns every target's composition outcome, in order (without the request bodies once
     /// sent), and what sending gave by recipient index; nil when `stop` said so before anything
-    /// was sent. After `stop` (the lane gave up) or cancellation, the remaining targets are
-    /// composed but not sent: they are planned as not sent (retry), never sent twice.
+    /// was sent. After `stop` (the lane gave up), or for a job of several targets a cancelled
+    /// task or a cancelled campaign, the remaining targets are composed but not sent: they are
+    /// planned as not sent (retry, or `cancelled`), never sent twice.
     private func send(_ ready: ReadyJob, sender: any PushSender,
-                      stop: @Sendable () -> Bool) async -> TargetSends? {
-        let count = ready.prepared.targetCount
+                      stop: @escaping @Sendable () -> Bool) async -> TargetSends? {
         if stop() { return nil }
-        if count == 1 { return await sendOne(ready, sender: sender, stop: stop) }
+        if ready.prepared.targetCount == 1 {
+            // `startSending`'s callbacks, waited for once.
+            return await withCheckedContinuation { continuation in
+                startOne(ready, sender: sender, stop: stop) { continuation.resume(returning: $0) }
+            }
+        }
         return await sendEach(ready, sender: sender, stop: stop)
-    }
-
-    /// `send` of a job with one target: `startSending`'s steps, waited for in this task (not sent
-    /// once the task is cancelled).
-    private func sendOne(_ ready: ReadyJob, sender: any PushSender, stop: @Sendable () -> Bool) async -> TargetSends? {
-        let placed = await sender.pace(app: ready.app, urgent: isUrgent(ready.job))
-        if let window = sendWindow { _ = await window.acquire(1) }
-        if stop() {
-            sendWindow?.release(1)
-            return nil
-        }
-        return await withCheckedContinuation { continuation in
-            composeAndStart(ready, sender: sender, placed: placed, proceed: { !Task.isCancelled }) { continuation.resume(returning: $0) }
-        }
     }
 
     /// `send` of a job with several targets, each started (`PushSender.start`) as soon as it has
