@@ -36,9 +36,7 @@ struct ConsumerHandlerTests {
             seen.add(delivery)
             consumer.ack(delivery.deliveryTag)  // from the connection thread itself: no hand-off
         })
-        try await withDeadline(15, "\(total) deliveries to the handler") {
-            while seen.bodies.count < total { try await Task.sleep(for: .milliseconds(10)) }
-        }
+        try await waitUntil("\(total) deliveries to the handler", seconds: 15) { seen.bodies.count >= total }
         let handoffs = ThreadHandoffs.count - handoffsBefore
         consumer.cancel()
         let streamed = try await withDeadline(10, "the stream's end after cancel") {

@@ -165,14 +165,6 @@ struct SizedPrefetchTests {
         let count = try client.messageCount(queue: queue)
         #expect(count == ready, "\(why): \(count) ready, expected \(ready)")
     }
-
-    private func waitUntil(_ what: String, _ condition: @escaping @Sendable () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { throw DeadlineExceeded(what: what) }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
 }
 
 /// Every delivery of a consumer, gathered by a task of its own so that a test can look at what

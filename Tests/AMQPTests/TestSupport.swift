@@ -24,6 +24,15 @@ func withDeadline<T: Sendable>(_ seconds: Double, _ what: String,
     }
 }
 
+/// Polls `condition` every 10 ms until it holds; fails with `DeadlineExceeded` after `seconds`.
+func waitUntil(_ what: String, seconds: Double = 10, _ condition: @escaping @Sendable () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { throw DeadlineExceeded(what: what) }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
+
 /// Resumes a continuation at most once, whoever comes first.
 final class ResumeOnce<T: Sendable>: Sendable {
     private let pending = Mutex<CheckedContinuation<T, any Error>?>(nil)

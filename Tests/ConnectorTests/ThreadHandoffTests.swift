@@ -17,7 +17,7 @@ import Testing
         let (shutdown, task) = f.startWorker(worker)
         // The first job fetches the access token and opens the HTTP/2 connection (in a task).
         try await f.publish([jobJSON("warm-up", tokens: ["dev-warm"])])
-        try await waitUntilAcked(worker, 1)
+        try await eventually("the warm-up job acked") { worker.counters.acked.load(ordering: .relaxed) >= 1 }
 
         // Published with a blocking client: the test's own publishes cross no loop thread.
         let jobs = 200
@@ -28,7 +28,7 @@ import Testing
             try client.publishConfirmed(exchange: f.topology.jobsExchange, routingKey: f.topology.jobsRoutingKey,
                                         body: Data(jobJSON("job-\(i)", tokens: ["dev-\(i)"]).utf8))
         }
-        try await waitUntilAcked(worker, 1 + jobs)
+        try await eventually("every job acked") { worker.counters.acked.load(ordering: .relaxed) >= 1 + jobs }
         let handoffs = ThreadHandoffs.count - handoffsBefore
         let tasks = worker.counters.jobTasks.load(ordering: .relaxed) - tasksBefore
         shutdown.trigger()
@@ -41,15 +41,5 @@ import Testing
         // consumer (the ack): three per job; the delivery itself is taken on the consumer thread.
         // A few more may come from what a previous test left closing; one more hop per job is 200.
         #expect((3 * jobs...3 * jobs + 20).contains(handoffs), "hand-offs per job: \(Double(handoffs) / Double(jobs))")
-    }
-
-    private func waitUntilAcked(_ worker: SendWorker, _ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while worker.counters.acked.load(ordering: .relaxed) < count {
-            guard ContinuousClock.now < deadline else {
-                throw FixtureError("only \(worker.counters.acked.load(ordering: .relaxed)) of \(count) jobs acked within 30 s")
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
     }
 }
