@@ -171,6 +171,10 @@ public final class AMQPConsumer: Sendable {
             return
         }
         ready.resume()
+        // The thread's poll set: a handler's work may attach sources to it (a lane's HTTP/2
+        // connections, `PollLoop`), polled together with this connection.
+        let loop = PollLoop()
+        defer { loop.end(within: Self.sourcesGrace) }
 
         let pollMillis = loopPollMillis(settings)
         var closers: [CheckedContinuation<Void, Never>] = []
@@ -248,7 +252,11 @@ public final class AMQPConsumer: Sendable {
                         resize: { sizing.resize(current: prefetch, held: held.held, heldBytes: held.heldBytes, largestHeld: held.largestHeld) },
                         mayConsume: { sizing.mayConsume($0, held: held.held, heldBytes: held.heldBytes, largestHeld: held.largestHeld) }))
                 }
-                if readAny == 0 { commands.wait(socketFD: connection.socketFD, timeoutMillis: pollMillis) }
+                if readAny == 0 {
+                    commands.wait(socketFD: connection.socketFD, timeoutMillis: pollMillis, on: loop)
+                } else if loop.hasSources {
+                    commands.wait(socketFD: connection.socketFD, timeoutMillis: 0, on: loop)  // the sources' turn
+                }
             }
             connection.close()
             continuation.finish()
@@ -262,6 +270,10 @@ public final class AMQPConsumer: Sendable {
         }
         for done in closers { done.resume() }
     }
+
+    /// How long the thread stays, once the consumer ended, for the sources it hosts to finish
+    /// their work (the answers of requests in flight); their own deadlines end it sooner.
+    static let sourcesGrace: UInt64 = 120_000_000_000
 
     private func finish(throwing error: any Error) {
         continuation.finish(throwing: error)

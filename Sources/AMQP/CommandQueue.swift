@@ -38,6 +38,16 @@ final class CommandQueue<Command: Sendable>: Sendable {
         _ = poll(&fds, 2, timeoutMillis)
         if fds[1].revents != 0 { wakeup.consume() }
     }
+
+    /// `wait`, on a thread whose `PollLoop` may host other sources: they are polled in the same
+    /// call and handle what it reports.
+    func wait(socketFD: Int32, timeoutMillis: Int32, on loop: PollLoop) {
+        guard loop.hasSources else { return wait(socketFD: socketFD, timeoutMillis: timeoutMillis) }
+        var fds = [pollfd(fd: socketFD, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0)]
+        loop.turn(&fds, timeoutMillis: timeoutMillis)
+        if fds[1].revents != 0 { wakeup.consume() }
+    }
 }
 
 /// How long a connection loop may sleep in `poll`: well under half the heartbeat (librabbitmq

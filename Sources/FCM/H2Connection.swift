@@ -3,7 +3,7 @@ import Glibc
 
 /// One client HTTP/2 connection of a pool: a non-blocking socket (trying each resolved address
 /// in turn), TLS over memory BIOs for https, and an nghttp2 client session whose streams carry
-/// the pool's requests. Loop thread only.
+/// the pool's requests. Its engine's thread only.
 ///
 /// Failures before the connection is ready (connect, TLS, `connectTimeout`) go to the pool,
 /// which fails its waiting requests when no other connection can take them; failures after it
@@ -63,7 +63,7 @@ final class H2Connection {
     var freeSlots: Int {
         guard let session else { return 0 }
         let remote = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-        return min(pool.loop.streamsPerConnection, remote) - streams.count
+        return min(pool.engine.shared.streamsPerConnection, remote) - streams.count
     }
 
     /// poll(2) events wanted now.
@@ -125,7 +125,7 @@ final class H2Connection {
             becomeReady()
             return
         }
-        let context = pool.loop.tlsContext
+        let context = pool.engine.shared.tlsContext
         if let problem = context.setupError {
             fail(TransportError(kind: .tls, message: problem))
             return
@@ -194,7 +194,7 @@ final class H2Connection {
     }
 
     private func readAvailable() {
-        let buffer = pool.loop.readBuffer
+        let buffer = pool.engine.readBuffer
         for _ in 0..<16 {
             let n = recv(fd, buffer.baseAddress, buffer.count, 0)
             if n > 0 {
@@ -229,7 +229,7 @@ final class H2Connection {
 
     private func readPlaintext() {
         guard let tls else { return }
-        let buffer = pool.loop.readBuffer
+        let buffer = pool.engine.readBuffer
         while state == .ready {
             guard let n = tls.read(into: buffer) else {
                 peerClosed()
@@ -329,7 +329,7 @@ final class H2Connection {
             return
         }
         guard state == .ready, let session else { return }
-        if let sent = pingSentAt, now &- sent >= pool.loop.pingTimeout {
+        if let sent = pingSentAt, now &- sent >= pool.engine.shared.pingTimeout {
             lose("no answer to PING from \(pool.origin.description)")
             return
         }
@@ -342,7 +342,7 @@ final class H2Connection {
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
             // Its body all handed to the stream: FCM may have it whole (possibly delivered).
             let whole = exchange.bodySent >= exchange.request.body.count
-            exchange.finishInterrupted(whole ? pool.loop.sentTimeoutError : pool.loop.timeoutError)
+            exchange.finishInterrupted(whole ? pool.engine.shared.sentTimeoutError : pool.engine.shared.timeoutError)
         }
         if pingSentAt == nil {
             pingSentAt = now

@@ -1,7 +1,7 @@
 import Glibc
 
 /// One request travelling through the HTTP/2 transport: the request, its prepared header block,
-/// its deadline, and the response as it arrives. Touched only by the loop's thread after
+/// its deadline, and the response as it arrives. Touched only by its engine's thread after
 /// submission; `finish` calls its completion exactly once (later calls do nothing).
 final class H2Exchange: @unchecked Sendable {
     typealias Completion = @Sendable (Result<HTTPResponse, TransportError>) -> Void
@@ -10,7 +10,7 @@ final class H2Exchange: @unchecked Sendable {
     /// Monotonic nanoseconds after which the request fails with `.timeout`.
     let deadline: UInt64
     private var completion: Completion?
-    /// Set when the loop routes the request.
+    /// Set when the engine routes the request.
     var headers: H2HeaderBlock?
     var status = 0
     var retryAfter: String?

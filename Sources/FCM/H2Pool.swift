@@ -5,10 +5,10 @@
 /// After a failed attempt, reconnects back off (`reconnectDelay`) and probe one connection at a
 /// time until one is ready; a request arriving while no connection is alive and the backoff
 /// runs fails at once with the last attempt's error, rather than waiting or opening another.
-/// Loop thread only.
+/// Its engine's thread only.
 final class H2Pool {
     let origin: H2Origin
-    unowned let loop: H2Loop
+    unowned let engine: H2Engine
     private(set) var connections: [H2Connection] = []
     private var waiting: [H2Exchange] = []
     private var waitingHead = 0
@@ -26,9 +26,9 @@ final class H2Pool {
         return min(100_000_000 << UInt64(shift), 10_000_000_000)
     }
 
-    init(origin: H2Origin, loop: H2Loop) {
+    init(origin: H2Origin, engine: H2Engine) {
         self.origin = origin
-        self.loop = loop
+        self.engine = engine
     }
 
     var waitingCount: Int { waiting.count - waitingHead }
@@ -40,7 +40,7 @@ final class H2Pool {
 
     /// A request a connection gave back unprocessed (GOAWAY, refused stream): it waits again.
     func requeue(_ exchange: H2Exchange) {
-        loop.requestsRequeued.wrappingAdd(1, ordering: .relaxed)
+        engine.shared.requestsRequeued.wrappingAdd(1, ordering: .relaxed)
         waiting.append(exchange)
     }
 
@@ -80,20 +80,20 @@ final class H2Pool {
         for connection in connections {
             if connection.state != .closed, connection.goawayLastStreamID == nil { live += 1 }
             if connection.isConnecting {
-                pendingCapacity += loop.streamsPerConnection
+                pendingCapacity += engine.shared.streamsPerConnection
                 connecting += 1
             }
         }
         // After a failure, one probe at a time until a connection is ready again.
         let maxConnecting = failedAttempts > 0 ? 1 : Int.max
-        while waitingCount > pendingCapacity, live < loop.maxConnectionsPerOrigin, connecting < maxConnecting {
-            let connection = H2Connection(pool: self, connectDeadline: H2Clock.now() &+ loop.connectTimeout)
+        while waitingCount > pendingCapacity, live < engine.shared.maxConnectionsPerOrigin, connecting < maxConnecting {
+            let connection = H2Connection(pool: self, connectDeadline: H2Clock.now() &+ engine.shared.connectTimeout)
             connections.append(connection)
-            loop.connectionsOpened.wrappingAdd(1, ordering: .relaxed)
+            engine.shared.connectionsOpened.wrappingAdd(1, ordering: .relaxed)
             connection.open()
             live += 1
             if connection.isConnecting {
-                pendingCapacity += loop.streamsPerConnection
+                pendingCapacity += engine.shared.streamsPerConnection
                 connecting += 1
             }
         }
@@ -114,7 +114,7 @@ final class H2Pool {
     func expire(now: UInt64) {
         var expired = false
         for index in waitingHead..<waiting.count where now >= waiting[index].deadline {
-            waiting[index].finish(.failure(loop.timeoutError))
+            waiting[index].finish(.failure(engine.shared.timeoutError))
             expired = true
         }
         if expired {

@@ -28,7 +28,7 @@ extension H2Connection {
             guard let data, let user else { return 0 }
             let me = Unmanaged<H2Connection>.fromOpaque(user).takeUnretainedValue()
             guard let exchange = me.streams[streamID] else { return 0 }
-            let limit = me.pool.loop.maxResponseBytes
+            let limit = me.pool.engine.shared.maxResponseBytes
             guard exchange.responseBody.count + length <= limit else {
                 me.streams[streamID] = nil
                 nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue)

@@ -2,9 +2,10 @@ import Glibc
 
 /// Name resolution and non-blocking TCP connects for the HTTP/2 transport.
 ///
-/// `resolve` calls getaddrinfo on the caller's thread, which is the transport's loop thread: a
-/// slow resolver stalls every connection of the transport while it runs. Connections are few
-/// and long-lived (one per 100 streams to FCM), so this happens rarely.
+/// `resolve` calls getaddrinfo on the caller's thread, which is an engine's thread (the
+/// transport's `fcm-h2`, or a lane's consumer thread): a slow resolver stalls everything that
+/// thread polls while it runs. Connections are few and long-lived (one per 100 streams to FCM),
+/// so this happens rarely (decision 0085).
 enum H2Socket {
     /// One resolved address.
     struct Address {
