@@ -1,4 +1,5 @@
 import Glibc
+import OSThread
 
 /// One request travelling through the HTTP/2 transport: the request, its prepared header block,
 /// its deadline, and the response as it arrives. Touched only by its engine's thread after
@@ -53,11 +54,7 @@ final class H2Exchange: @unchecked Sendable {
 
 /// CLOCK_MONOTONIC in nanoseconds, the time base of every deadline of the HTTP/2 transport.
 enum H2Clock {
-    static func now() -> UInt64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
-    }
+    static func now() -> UInt64 { PollLoop.now() }
 
     static func nanoseconds(_ duration: Duration) -> UInt64 {
         let (seconds, attoseconds) = duration.components

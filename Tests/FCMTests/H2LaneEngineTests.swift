@@ -133,10 +133,4 @@ import Testing
         loop.end(within: 0)
         return box.withLock { $0 }
     }
-
-    private func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (PollLoop) -> T) async -> T {
-        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
-            OSThread.start(name: "lane-engine-test") { done.resume(returning: body(PollLoop())) }
-        }
-    }
 }

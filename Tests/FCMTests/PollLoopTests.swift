@@ -67,12 +67,13 @@ import Testing
         #expect(passes >= 3 && ended, "\(passes) passes, ended \(ended)")
     }
 
-    /// Runs `body` with a new `PollLoop` on a thread of its own (never a task's thread: a loop
-    /// is the thread's for as long as it lives).
-    private func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (PollLoop) -> T) async -> T {
-        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
-            OSThread.start(name: "poll-loop-test") { done.resume(returning: body(PollLoop())) }
-        }
+}
+
+/// Runs `body` with a new `PollLoop` on a thread of its own (never a task's thread: a loop is
+/// the thread's for as long as it lives). Used by `PollLoopTests` and `H2LaneEngineTests`.
+func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (PollLoop) -> T) async -> T {
+    await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+        OSThread.start(name: "poll-loop-test") { done.resume(returning: body(PollLoop())) }
     }
 }
 
