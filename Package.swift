@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "FCM", dependencies: ["PushCore", "OSThread", "CCurl", "COpenSSL", "CNGHTTP2"], swiftSettings: swiftSettings),
         .target(name: "AMQP", dependencies: ["PushCore", "OSThread", "CRabbitMQ", "COpenSSL"], swiftSettings: swiftSettings),
         // Test support: one real RabbitMQ node per test process (scripts/test-broker.sh).
-        .target(name: "BrokerHarness", dependencies: ["AMQP"], swiftSettings: swiftSettings),
+        .target(name: "BrokerHarness", dependencies: ["AMQP", "OSThread"], swiftSettings: swiftSettings),
         // The emulator deliberately does not depend on PushCore: its validation is written
         // independently, so that a bug shared with the composer cannot hide itself.
         .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),

@@ -223,29 +223,41 @@ final class AMQPConnection {
     /// Writes gathered publishes whole, waiting while the socket is full (as librabbitmq does);
     /// a failure ends the connection. Only when `writesFramesDirectly`.
     func write(_ frames: PublishFrames) throws(AMQPError) {
+        var offset = 0
+        while offset < frames.bytes.count {
+            offset += try writeAvailable(frames.bytes, from: offset)
+            if offset < frames.bytes.count {
+                var entry = pollfd(fd: socketFD, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&entry, 1, -1)
+            }
+        }
+    }
+
+    /// Writes what the socket takes at once of `bytes[offset...]`, never waiting; returns how
+    /// many bytes went out (0 when the socket is full). A failure ends the connection. Only when
+    /// `writesFramesDirectly`; the caller must not let librabbitmq write (a heartbeat, from a
+    /// read) while a frame is partly written.
+    func writeAvailable(_ bytes: [UInt8], from offset: Int) throws(AMQPError) -> Int {
         let fd = socketFD
-        let failure: Int32? = frames.bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+        let (written, failure): (Int, Int32?) = bytes.withUnsafeBytes { raw in
+            var done = offset
+            while done < raw.count {
+                let n = send(fd, raw.baseAddress! + done, raw.count - done, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
                 if n > 0 {
-                    offset += n
+                    done += n
                     continue
                 }
                 if n < 0, errno == EINTR { continue }
-                if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                    var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&entry, 1, -1)
-                    continue
-                }
-                return n < 0 ? errno : EPIPE
+                if n < 0, errno == EAGAIN || errno == EWOULDBLOCK { break }
+                return (done - offset, n < 0 ? errno : EPIPE)
             }
-            return nil
+            return (done - offset, nil)
         }
         if let failure {
             markLost()
             throw .connectionLost("publish failed: \(String(cString: strerror(failure)))")
         }
+        return written
     }
 
     // MARK: frames

@@ -52,34 +52,7 @@ public final class ConfirmingPublisher: Sendable {
         case close(CheckedContinuation<Void, Never>, timeout: Duration?)
     }
 
-    /// Who waits for a confirm: one message of a batch.
-    private struct Waiter {
-        let batch: BatchConfirms
-        let index: Int
-
-        func settle(_ result: Result<Void, AMQPError>) { batch.settle(index, result) }
-    }
-
-    /// The confirms of one batch, gathered on the connection thread; calls its caller back once,
-    /// when the last one arrived.
-    private final class BatchConfirms {
-        private var outcomes: [AMQPError?]
-        private var remaining: Int
-        private let settled: @Sendable ([AMQPError?]) -> Void
-
-        init(count: Int, _ settled: @escaping @Sendable ([AMQPError?]) -> Void) {
-            outcomes = Array(repeating: nil, count: count)
-            remaining = count
-            self.settled = settled
-            if count == 0 { settled([]) }
-        }
-
-        func settle(_ index: Int, _ result: Result<Void, AMQPError>) {
-            if case .failure(let error) = result { outcomes[index] = error }
-            remaining -= 1
-            if remaining == 0 { settled(outcomes) }
-        }
-    }
+    private typealias Waiter = BatchConfirms.Waiter
 
     /// A change of the broker's flow control on this connection.
     public enum FlowChange: Sendable, Equatable {
@@ -261,13 +234,13 @@ public final class ConfirmingPublisher: Sendable {
                 while readAny < 1024, let frame = try connection.nextFrame(timeoutMicros: 0) {
                     readAny += 1
                     switch frame {
-                    case .ack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .success(()), resume: Self.resume)
-                    case .nack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .failure(.nacked()), resume: Self.resume)
+                    case .ack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .success(()), resume: Waiter.resume)
+                    case .nack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .failure(.nacked()), resume: Waiter.resume)
                     case .returned(let code, let text, let exchange, let key, let body):
                         let error = AMQPError.returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
                         _ = inFlight.markReturned(exchange: exchange, routingKey: key, body: body, error)
                     case .channelClosed(_, let error):
-                        inFlight.failAll(error, resume: Self.resume)
+                        inFlight.failAll(error, resume: Waiter.resume)
                         try connection.openChannel(1)
                         try Self.selectConfirms(connection)
                     case .blocked(let reason):
@@ -297,14 +270,12 @@ public final class ConfirmingPublisher: Sendable {
         // A blocked broker reads nothing more from this socket: a close handshake would only wait.
         connection.close(timeout: options.closeTimeout, polite: !flowBlocked)
         let failure = loopError ?? AMQPError.closed("the publisher")
-        inFlight.failAll(failure, resume: Self.resume)
+        inFlight.failAll(failure, resume: Waiter.resume)
         for (_, w) in held { w.settle(.failure(failure)) }
         for leftover in unprocessed + commands.close() { Self.fail(leftover, failure, closers: &closers) }
         blocked.store(false, ordering: .relaxed)
         for done in closers { done.resume() }
     }
-
-    private static func resume(_ waiter: Waiter, _ result: Result<Void, AMQPError>) { waiter.settle(result) }
 
     /// Messages a drained batch of commands publishes.
     private static func publishCount(_ batch: [Command]) -> Int {
@@ -326,7 +297,8 @@ public final class ConfirmingPublisher: Sendable {
         }
     }
 
-    private static func selectConfirms(_ connection: AMQPConnection) throws(AMQPError) {
+    /// Puts channel 1 in confirm mode (confirm.select).
+    static func selectConfirms(_ connection: AMQPConnection) throws(AMQPError) {
         _ = amqp_confirm_select(connection.raw, 1)
         try connection.check("confirm.select")
     }

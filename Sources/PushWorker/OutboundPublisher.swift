@@ -1,5 +1,6 @@
 import AMQP
 import FoundationEssentials
+import OSThread
 import ServiceRuntime
 import Synchronization
 
@@ -13,6 +14,12 @@ import Synchronization
 /// confirmed are retried, the ones confirmed are not published twice. Only the caller can end
 /// the loop (`stop` true: shutdown deadline passed, or the consumer connection is gone), and
 /// then the delivery stays unacked.
+///
+/// Two kinds of connection serve it. The job whose answer came on a loop thread (a lane's
+/// consumer thread) publishes through that loop's `LoopPublisher`, opened for it on first use:
+/// written and confirmed on the same thread, no hand-off (docs/decisions/0086). Everything else
+/// (tasks, a TLS broker, the loop publisher opening, blocked or retiring, every round after a
+/// failed one) goes through the `ConfirmingPublisher` on its own thread.
 final class OutboundPublisher: Sendable {
     private struct State {
         var generation = 0
@@ -29,6 +36,12 @@ final class OutboundPublisher: Sendable {
     private let state = Mutex(State())
     /// The last connected publisher and its generation, for `isBlocked` and `tryPublish`.
     private let current = Mutex<(publisher: ConfirmingPublisher, generation: Int)?>(nil)
+    /// Loop publishers the broker has blocked now.
+    private let loopsBlocked = Atomic<Int>(0)
+    /// Set by `close`: no loop publisher is made any more.
+    private let closing = Atomic<Bool>(false)
+    /// False when loop publishers cannot serve the broker (TLS).
+    private let usesLoopPublishers: Bool
 
     init(settings: AMQPSettings, confirmTimeout: Duration, backoff: Backoff, counters: WorkerCounters, metrics: WorkerMetrics, log: Logger) {
         self.settings = settings
@@ -49,6 +62,7 @@ final class OutboundPublisher: Sendable {
             }
         }
         self.options = options
+        usesLoopPublishers = LoopPublisher.isAvailable(for: settings)
     }
 
     /// The current publisher, connecting (once, whoever asks first) when there is none or the
@@ -86,8 +100,10 @@ final class OutboundPublisher: Sendable {
     /// True while the last connected publisher is alive (for `/readyz`).
     var isConnected: Bool { current.withLock { $0?.publisher.isAlive ?? false } }
 
-    /// True while the broker keeps the current publisher blocked.
-    var isBlocked: Bool { current.withLock { $0?.publisher.isBlocked ?? false } }
+    /// True while the broker keeps the current publisher, or a loop publisher, blocked.
+    var isBlocked: Bool {
+        loopsBlocked.load(ordering: .relaxed) > 0 || current.withLock { $0?.publisher.isBlocked ?? false }
+    }
 
     /// Waits while the broker has publishing blocked (new work would only pile up unconfirmed),
     /// or until `stop` says to give up.
@@ -103,11 +119,18 @@ final class OutboundPublisher: Sendable {
     }
 
     /// The first round of `publishUntilConfirmed` without a task: publishes `messages` on the
-    /// current publisher when it is alive and not blocked, and calls `done` (on the publisher's
-    /// thread) with nil once the broker confirmed them all, or with the round that failed, for
+    /// calling loop thread's `LoopPublisher` when it takes publishes, else on the current
+    /// publisher when it is alive and not blocked, and calls `done` (on that publisher's thread)
+    /// with nil once the broker confirmed them all, or with the round that failed, for
     /// `republish`. False, with nothing published, when there is no such publisher: the caller
     /// goes through `publishUntilConfirmed`.
     func tryPublish(_ messages: [OutboundMessage], done: @escaping @Sendable (FailedRound?) -> Void) -> Bool {
+        if let loop = PollLoop.current, let publisher = loopPublisher(on: loop),
+           publish(messages, on: publisher, done: { failed in
+               done(failed.isEmpty ? nil : FailedRound(publisher: nil, generation: 0, failed: failed, index: 0))
+           }) {
+            return true
+        }
         guard let (publisher, generation) = current.withLock({ $0 }), publisher.isAlive, !publisher.isBlocked else { return false }
         publish(messages, on: publisher) { failed in
             done(failed.isEmpty ? nil : FailedRound(publisher: publisher, generation: generation, failed: failed, index: 0))
@@ -125,7 +148,8 @@ final class OutboundPublisher: Sendable {
 
     /// A round of publishes the broker did not all confirm: the ones it did not, with why.
     struct FailedRound: Sendable {
-        let publisher: ConfirmingPublisher
+        /// The publisher of the round; nil for a loop publisher (it retires by itself).
+        let publisher: ConfirmingPublisher?
         let generation: Int
         let failed: [(message: OutboundMessage, error: any Error)]
         /// 0 for the first round of a delivery's messages.
@@ -160,7 +184,8 @@ final class OutboundPublisher: Sendable {
     /// until the queue says "go", which it may never do once its policy is gone: a nack seen
     /// twice in a row gets a fresh connection.
     private func dropIfRefusing(_ round: FailedRound) async {
-        if !round.publisher.isAlive || round.failed.contains(where: { Self.killsConnection($0.error) }) || round.index >= 1 {
+        guard let publisher = round.publisher else { return }
+        if !publisher.isAlive || round.failed.contains(where: { Self.killsConnection($0.error) }) || round.index >= 1 {
             await drop(round.generation)
         }
     }
@@ -182,6 +207,7 @@ final class OutboundPublisher: Sendable {
     /// Closes the connection without waiting for confirms (called once the lane is done: what is
     /// still unconfirmed belongs to deliveries left unacked).
     func close() async {
+        closing.store(true, ordering: .relaxed)
         let task = state.withLock { s -> Task<ConfirmingPublisher, any Error>? in
             s.closed = true
             defer { s.connection = nil }
@@ -208,10 +234,47 @@ final class OutboundPublisher: Sendable {
         pending.increment(by: messages.count)
         publisher.publish(batch: messages.map(\.outgoing)) { outcomes in
             pending.decrement(by: messages.count)
-            var failed: [(message: OutboundMessage, error: any Error)] = []
-            for (message, error) in zip(messages, outcomes) { if let error { failed.append((message, error)) } }
-            done(failed)
+            done(Self.unconfirmed(messages, outcomes))
         }
+    }
+
+    /// The loop publisher of `loop` (the calling thread's), made on first use and replaced when
+    /// it died; nil when loop publishers cannot serve the broker or the lane is closing.
+    private func loopPublisher(on loop: PollLoop) -> LoopPublisher? {
+        guard usesLoopPublishers, !closing.load(ordering: .relaxed) else { return nil }
+        let key = ObjectIdentifier(self)
+        let make = {
+            LoopPublisher(settings: self.settings, options: self.options, blockedChanged: { blocked in
+                self.loopsBlocked.add(blocked ? 1 : -1, ordering: .relaxed)
+            })
+        }
+        let publisher = loop.source(for: key, make: make)
+        guard publisher.isDead else { return publisher }
+        loop.detach(key)
+        counters.reconnects.add(1, ordering: .relaxed)
+        metrics.publisherReconnects.increment()
+        return loop.source(for: key, make: publisher.successor)
+    }
+
+    /// `publish(_:on:done:)` on a loop publisher; false when it takes no publishes now.
+    private func publish(_ messages: [OutboundMessage], on publisher: LoopPublisher,
+                         done: @escaping @Sendable ([(message: OutboundMessage, error: any Error)]) -> Void) -> Bool {
+        let pending = metrics.confirmsPending
+        pending.increment(by: messages.count)
+        let taken = publisher.publish(batch: messages.map(\.outgoing)) { outcomes in
+            pending.decrement(by: messages.count)
+            done(Self.unconfirmed(messages, outcomes))
+        }
+        if !taken { pending.decrement(by: messages.count) }
+        return taken
+    }
+
+    /// The messages the broker did not confirm, with why.
+    private static func unconfirmed(_ messages: [OutboundMessage], _ outcomes: [AMQPError?])
+        -> [(message: OutboundMessage, error: any Error)] {
+        var failed: [(message: OutboundMessage, error: any Error)] = []
+        for (message, error) in zip(messages, outcomes) { if let error { failed.append((message, error)) } }
+        return failed
     }
 
     /// Forgets the publisher of `generation` (if still current) and closes it.

@@ -1,3 +1,4 @@
+import BrokerHarness
 import EmulatorKit
 import Foundation
 import OSThread

@@ -1,3 +1,4 @@
+import BrokerHarness
 import Glibc
 import OSThread
 import Synchronization
@@ -67,14 +68,6 @@ import Testing
         #expect(passes >= 3 && ended, "\(passes) passes, ended \(ended)")
     }
 
-}
-
-/// Runs `body` with a new `PollLoop` on a thread of its own (never a task's thread: a loop is
-/// the thread's for as long as it lives). Used by `PollLoopTests` and `H2LaneEngineTests`.
-func onLoopThread<T: Sendable>(_ body: @escaping @Sendable (PollLoop) -> T) async -> T {
-    await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
-        OSThread.start(name: "poll-loop-test") { done.resume(returning: body(PollLoop())) }
-    }
 }
 
 /// A source with one descriptor that counts what the loop asks of it.

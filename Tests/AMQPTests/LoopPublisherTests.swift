@@ -1,0 +1,192 @@
+import AMQP
+import BrokerHarness
+import Foundation
+import Glibc
+import OSThread
+import Synchronization
+import Testing
+@testable import AMQP
+
+/// The confirming publisher that lives on a `PollLoop`'s thread (decision 0086), against a real
+/// broker: written and confirmed on that thread with no hand-off, never blocking it (a write the
+/// socket does not take whole goes on at the next turn), and what happens when the broker
+/// refuses a publish, drops the connection, refuses to connect, or the thread ends first.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct LoopPublisherTests {
+    typealias Outgoing = ConfirmingPublisher.Outgoing
+
+    @Test func publishesAreWrittenAndConfirmedOnTheLoopThreadWithoutAHandoff() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("loop-publisher")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try declareTestQueue(queue, settings: settings)
+        let outcomes = Outcomes()
+        let (opened, settled, handoffs) = await onLoopThread { loop -> (Bool, Bool, Int) in
+            guard let publisher = openPublisher(on: loop, settings) else { return (false, false, 0) }
+            let before = ThreadHandoffs.count
+            let thread = pthread_self()
+            for b in 0..<50 {
+                let batch = (0..<10).map { Outgoing(exchange: "", routingKey: queue, body: Data("\(b)-\($0)".utf8)) }
+                let taken = publisher.publish(batch: batch) { outcomes.add($0, onThread: pthread_equal(pthread_self(), thread) != 0) }
+                precondition(taken)
+            }
+            let settled = loop.turn(until: { outcomes.count == 500 })
+            let handoffs = ThreadHandoffs.count - before
+            loop.end(within: 0)
+            return (true, settled, handoffs)
+        }
+        #expect(opened && settled)
+        #expect(outcomes.errors.isEmpty, "\(outcomes.errors.prefix(3))")
+        #expect(outcomes.allOnLoopThread, "every batch is called back on the loop's thread")
+        #expect(handoffs == 0, "\(handoffs) hand-offs")
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        #expect(try client.messageCount(queue: queue) == 500)
+    }
+
+    @Test func aBatchLargerThanTheSocketTakesIsWrittenOverSeveralTurnsAndConfirmed() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("loop-publisher-large")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try declareTestQueue(queue, settings: settings)
+        let outcomes = Outcomes()
+        let partialWrites = await onLoopThread { loop -> Int in
+            guard let publisher = openPublisher(on: loop, settings) else { return -1 }
+            // 16 MiB in one batch: far more than a socket's send buffer takes at once.
+            let batch = (0..<64).map { Outgoing(exchange: "", routingKey: queue, body: Data(repeating: UInt8($0), count: 256 << 10)) }
+            _ = publisher.publish(batch: batch) { outcomes.add($0, onThread: true) }
+            _ = loop.turn(until: { outcomes.count == 64 }, seconds: 60)
+            defer { loop.end(within: 0) }
+            return publisher.partialWrites
+        }
+        #expect(outcomes.count == 64 && outcomes.errors.isEmpty, "\(outcomes.count) settled, \(outcomes.errors.prefix(3))")
+        #expect(partialWrites > 0, "the socket took the batch in one write: the test proves nothing")
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        #expect(try client.messageCount(queue: queue) == 64)
+        let first = try client.get(queue: queue)
+        #expect(first?.body == Data(repeating: 0, count: 256 << 10), "frames arrive whole and in order")
+    }
+
+    @Test func aChannelErrorFailsItsPublishesAndRetiresThePublisherItsSuccessorPublishes() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("loop-publisher-404")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try declareTestQueue(queue, settings: settings)
+        let lost = Outcomes(), kept = Outcomes()
+        let (dead, successorTook) = await onLoopThread { loop -> (Bool, Bool) in
+            let key = ObjectIdentifier(loop)
+            guard let publisher = openPublisher(on: loop, settings) else { return (false, false) }
+            _ = publisher.publish(batch: [Outgoing(exchange: "no-such-exchange", routingKey: "x", body: Data("lost".utf8))]) {
+                lost.add($0, onThread: true)
+            }
+            _ = loop.turn(until: { lost.count == 1 })
+            let dead = publisher.isDead && !publisher.publish(batch: [Outgoing(exchange: "", routingKey: queue, body: Data())]) { _ in }
+            loop.detach(key)
+            guard let next = openPublisher(on: loop, make: publisher.successor) else { return (dead, false) }
+            _ = next.publish(batch: [Outgoing(exchange: "", routingKey: queue, body: Data("kept".utf8))]) { kept.add($0, onThread: true) }
+            _ = loop.turn(until: { kept.count == 1 })
+            loop.end(within: 0)
+            return (dead, true)
+        }
+        #expect(lost.errors.first?.code == .channelClosed && lost.errors.first?.replyCode == 404, "\(lost.errors)")
+        #expect(dead, "a publisher whose channel closed takes nothing more")
+        #expect(successorTook && kept.count == 1 && kept.errors.isEmpty)
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        #expect(try client.messageCount(queue: queue) == 1)
+    }
+
+    @Test func aConnectionTheBrokerClosesKillsThePublisherAndItsSuccessorPublishes() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.makeVhost()
+        defer { try? broker.deleteVhost(settings.vhost) }
+        try declareTestQueue("q", settings: settings)
+        let kept = Outcomes()
+        let (died, successorTook) = await onLoopThread { loop -> (Bool, Bool) in
+            let key = ObjectIdentifier(loop)
+            guard let publisher = openPublisher(on: loop, settings) else { return (false, false) }
+            try? broker.closeAllConnections(vhost: settings.vhost, reason: "test: loop publisher dropped")
+            let died = loop.turn(until: { publisher.isDead })
+            loop.detach(key)
+            guard let next = openPublisher(on: loop, make: publisher.successor) else { return (died, false) }
+            _ = next.publish(batch: [Outgoing(exchange: "", routingKey: "q", body: Data("kept".utf8))]) { kept.add($0, onThread: true) }
+            _ = loop.turn(until: { kept.count == 1 })
+            loop.end(within: 0)
+            return (died, true)
+        }
+        #expect(died, "the loss is noticed by the loop's reads")
+        #expect(successorTook && kept.count == 1 && kept.errors.isEmpty, "\(kept.errors)")
+    }
+
+    @Test func aPublisherThatCannotConnectIsDeadAndItsSuccessorWaitsABackoffFirst() async throws {
+        let refusing = try RefusingPort()
+        let settings = AMQPSettings(port: refusing.port)
+        let (dead, successorWaited) = await onLoopThread { loop -> (Bool, Bool) in
+            let key = ObjectIdentifier(loop)
+            let publisher = loop.source(for: key) { LoopPublisher(settings: settings, options: .init()) }
+            let dead = loop.turn(until: { publisher.isDead }) && !publisher.isTaking
+            loop.detach(key)
+            let next = loop.source(for: key, make: publisher.successor)
+            // 0.5 s of backoff: within 0.3 s it has not even tried.
+            let triedEarly = loop.turn(until: { next.isDead || next.isTaking }, seconds: 0.3)
+            loop.end(within: 0)
+            return (dead, !triedEarly)
+        }
+        #expect(dead)
+        #expect(successorWaited)
+        #expect(LoopPublisher.backoff(afterFailures: 0) == 0)
+        #expect(LoopPublisher.backoff(afterFailures: 1) == 500_000_000)
+        #expect(LoopPublisher.backoff(afterFailures: 3) == 2_000_000_000)
+        #expect(LoopPublisher.backoff(afterFailures: 40) == 30_000_000_000)
+    }
+
+    @Test func aLoopThatEndsWaitsForTheConfirmsOfWhatItPublished() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("loop-publisher-end")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try declareTestQueue(queue, settings: settings)
+        let outcomes = Outcomes()
+        let opened = await onLoopThread { loop -> Bool in
+            guard let publisher = openPublisher(on: loop, settings) else { return false }
+            let batch = (0..<200).map { Outgoing(exchange: "", routingKey: queue, body: Data("\($0)".utf8)) }
+            _ = publisher.publish(batch: batch) { outcomes.add($0, onThread: true) }
+            loop.end(within: 10_000_000_000)  // at once: nothing was written yet
+            return true
+        }
+        #expect(opened)
+        #expect(outcomes.count == 200 && outcomes.errors.isEmpty, "\(outcomes.count) settled, \(outcomes.errors.prefix(3))")
+    }
+}
+
+/// A loop publisher made by `make`, attached to `loop` (under the loop's own key), once it takes
+/// publishes; nil when it died first or did not open within 10 s.
+private func openPublisher(on loop: PollLoop, make: () -> LoopPublisher) -> LoopPublisher? {
+    let publisher = loop.source(for: ObjectIdentifier(loop), make: make)
+    return loop.turn(until: { publisher.isTaking || publisher.isDead }) && publisher.isTaking ? publisher : nil
+}
+
+/// `openPublisher(on:make:)` of a new publisher to the broker of `settings`.
+private func openPublisher(on loop: PollLoop, _ settings: AMQPSettings) -> LoopPublisher? {
+    openPublisher(on: loop) { LoopPublisher(settings: settings, options: .init()) }
+}
+
+/// What the batches of a test were settled with.
+private final class Outcomes: Sendable {
+    private let state = Mutex<(count: Int, errors: [AMQPError], offThread: Int)>((0, [], 0))
+
+    func add(_ outcomes: [AMQPError?], onThread: Bool) {
+        state.withLock { s in
+            s.count += outcomes.count
+            s.errors += outcomes.compactMap { $0 }
+            if !onThread { s.offThread += 1 }
+        }
+    }
+
+    var count: Int { state.withLock { $0.count } }
+    var errors: [AMQPError] { state.withLock { $0.errors } }
+    var allOnLoopThread: Bool { state.withLock { $0.offThread == 0 } }
+}
