@@ -38,7 +38,8 @@ enum IncomingFrame {
 }
 
 /// One librabbitmq connection. NOT thread-safe and never shared: it lives on the single thread
-/// that created it (see `ConnectionThread`). All calls block that thread only.
+/// that created it, or on the loop it was handed to once, whole (`LoopPublisher`). All calls
+/// block that thread only.
 final class AMQPConnection {
     let settings: AMQPSettings
     private let state: amqp_connection_state_t
