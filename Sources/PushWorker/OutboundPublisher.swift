@@ -243,12 +243,11 @@ final class OutboundPublisher: Sendable {
     private func loopPublisher(on loop: PollLoop) -> LoopPublisher? {
         guard usesLoopPublishers, !closing.load(ordering: .relaxed) else { return nil }
         let key = ObjectIdentifier(self)
-        let make = {
-            LoopPublisher(settings: self.settings, options: self.options, blockedChanged: { blocked in
+        let publisher = loop.source(for: key) {
+            LoopPublisher(settings: settings, options: options, blockedChanged: { blocked in
                 self.loopsBlocked.add(blocked ? 1 : -1, ordering: .relaxed)
             })
         }
-        let publisher = loop.source(for: key, make: make)
         guard publisher.isDead else { return publisher }
         loop.detach(key)
         counters.reconnects.add(1, ordering: .relaxed)
