@@ -167,7 +167,8 @@ public final class LoopPublisher: PollSource {
             if let result = opening.take() { opened(result, opening) }
         case .open(let connection):
             do throws(AMQPError) {
-                if event.revents & Int16(POLLOUT) != 0 { try flush(connection) }
+                // An error or hang-up while a frame is partly written surfaces from the write.
+                if event.revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 { try flush(connection) }
                 if written == 0, event.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
                     try read(connection, now: PollLoop.now())
                 }
