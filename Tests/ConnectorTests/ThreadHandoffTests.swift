@@ -19,6 +19,11 @@ import Testing
         // The first job fetches the access token and opens the HTTP/2 connection (in a task).
         try await f.publish([jobJSON("warm-up", tokens: ["dev-warm"])])
         try await eventually("the warm-up job acked") { worker.counters.acked.load(ordering: .relaxed) >= 1 }
+        // Its results opened the lane's loop publisher (on a thread of its own); the next ones
+        // may still go through the publisher thread while it opens.
+        let warm = 11
+        try await f.publish((1..<warm).map { jobJSON("warm-up-\($0)", tokens: ["dev-warm-\($0)"]) })
+        try await eventually("the warm-up jobs acked") { worker.counters.acked.load(ordering: .relaxed) >= warm }
 
         // Published with a blocking client: the test's own publishes cross no loop thread.
         let jobs = 200
@@ -29,19 +34,19 @@ import Testing
             try client.publishConfirmed(exchange: f.topology.jobsExchange, routingKey: f.topology.jobsRoutingKey,
                                         body: Data(jobJSON("job-\(i)", tokens: ["dev-\(i)"]).utf8))
         }
-        try await eventually("every job acked") { worker.counters.acked.load(ordering: .relaxed) >= 1 + jobs }
+        try await eventually("every job acked") { worker.counters.acked.load(ordering: .relaxed) >= warm + jobs }
         let handoffs = ThreadHandoffs.count - handoffsBefore
         let tasks = worker.counters.jobTasks.load(ordering: .relaxed) - tasksBefore
         shutdown.trigger()
         await task.value
 
-        let results = try await f.results(1 + jobs)
-        #expect(results.allSatisfy { $0.outcome == .sent } && Set(results.map(\.jobID)).count == 1 + jobs)
+        let results = try await f.results(warm + jobs)
+        #expect(results.allSatisfy { $0.outcome == .sent } && Set(results.map(\.jobID)).count == warm + jobs)
         #expect(tasks == 0, "no job of one target went on in a task: \(tasks)")
         // The lane's HTTP/2 engine and loop publisher are sources of the consumer thread's poll
-        // set: none per job. A few may come from the first jobs, published through the
-        // publisher thread while the loop publisher opens, or from what a previous test left
-        // closing; one hop per job is 200.
-        #expect((0...20).contains(handoffs), "hand-offs per job: \(Double(handoffs) / Double(jobs))")
+        // set: none per job. The probe counts the whole process, so what a previous test left
+        // closing may add a few (up to 22 seen in a whole-suite run); one hop per job is 200,
+        // the publisher thread's two are 400.
+        #expect((0...40).contains(handoffs), "hand-offs per job: \(Double(handoffs) / Double(jobs))")
     }
 }
