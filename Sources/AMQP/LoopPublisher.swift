@@ -25,8 +25,8 @@ import Synchronization
 /// publish in flight with the error, like `ConfirmingPublisher`; the owner then makes another
 /// (`successor`), which waits a backoff first when this one never opened.
 ///
-/// Thread-confined: made, used and ended on its loop's thread. `isBlocked` changes are reported
-/// through `blockedChanged` for other threads.
+/// Thread-confined: made, used and ended on its loop's thread. Whether the broker has it blocked
+/// is reported to other threads through `blockedChanged`.
 public final class LoopPublisher: PollSource {
     private enum State {
         /// Waiting until the instant (backoff) before opening.
@@ -48,11 +48,12 @@ public final class LoopPublisher: PollSource {
     private var flowBlocked = false
     private var retiring = false
     private var unblockedAt = ContinuousClock.now
-    /// When the connection is read next even if poll(2) reports nothing (heartbeats, TLS-free).
+    /// When the connection is read next even if poll(2) reports nothing (librabbitmq's heartbeats).
     private var nextRead: UInt64 = 0
     private let readEvery: UInt64
     /// Failed opens in a row before this publisher (0: the last one opened, or none came before).
     private let failedOpens: Int
+    /// True once its connection opened (its successor then opens without a backoff).
     private var opened = false
 
     /// Writes that left part of the gathered frames for a later `POLLOUT` (for tests).
