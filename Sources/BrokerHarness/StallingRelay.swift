@@ -14,21 +14,7 @@ public final class StallingRelay: Sendable {
     private let resetting = Atomic<Bool>(false)
 
     public init(targetPort: Int) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestBrokerError("socket() failed: errno \(errno)") }
-        var address = Self.loopback(port: 0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 4) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            Glibc.close(fd)
-            throw TestBrokerError("bind/listen on 127.0.0.1:0 failed: errno \(errno)")
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (listener, port) = try LoopbackSocket.bound(listening: 4)
         OSThread.start(name: "test-relay") { [self] in relay(to: targetPort) }
     }
 
@@ -38,14 +24,6 @@ public final class StallingRelay: Sendable {
     /// Resets the client's connection (RST) and closes the target's.
     public func reset() { resetting.store(true, ordering: .relaxed) }
 
-    private static func loopback(port: Int) -> sockaddr_in {
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return address
-    }
-
     /// Accepts one client (waiting at most 30 s), connects to the target and copies bytes both
     /// ways until either side closes or `reset`.
     private func relay(to targetPort: Int) {
@@ -54,7 +32,7 @@ public final class StallingRelay: Sendable {
         guard poll(&waiting, 1, 30_000) == 1 else { return }
         let client = accept(listener, nil, nil)
         let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var target = Self.loopback(port: targetPort)
+        var target = LoopbackSocket.address(port: targetPort)
         let connected = withUnsafePointer(to: &target) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }

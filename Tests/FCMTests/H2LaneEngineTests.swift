@@ -84,9 +84,7 @@ import Testing
                 }
             }
             started.value.store(true, ordering: .relaxed)
-            var nothing: [pollfd] = []
-            let deadline = PollLoop.now() + 15_000_000_000
-            while box.withLock({ $0.count }) < 3, PollLoop.now() < deadline { loop.turn(&nothing, timeoutMillis: 100) }
+            _ = loop.turn(until: { box.withLock({ $0.count }) >= 3 }, seconds: 15)
             transport.start(H2TransportTests.request(url: fixture.sendURL, token: "after")) { answer in
                 box.withLock { $0.append(answer) }
             }
@@ -126,11 +124,7 @@ import Testing
                 }
             }
         }
-        var nothing: [pollfd] = []
-        let deadline = PollLoop.now() + 60_000_000_000
-        while box.withLock({ $0.statuses.count + $0.errors.count }) < count, PollLoop.now() < deadline {
-            loop.turn(&nothing, timeoutMillis: 100)
-        }
+        _ = loop.turn(until: { box.withLock({ $0.statuses.count + $0.errors.count }) >= count }, seconds: 60)
         loop.end(within: 0)
         return box.withLock { $0 }
     }

@@ -67,7 +67,6 @@ import Testing
         }
         #expect(passes >= 3 && ended, "\(passes) passes, ended \(ended)")
     }
-
 }
 
 /// A source with one descriptor that counts what the loop asks of it.
