@@ -77,6 +77,19 @@ struct ConfirmTracker<Waiter> {
         while lowest < next && waiting[lowest] == nil { lowest += 1 }
     }
 
+    /// Settles what a confirm frame says: basic.ack, basic.nack (`.nacked`) or basic.return
+    /// (`.returned`, matched by `markReturned`); any other frame is left to the caller.
+    mutating func apply(_ frame: IncomingFrame, resume: (Waiter, Result<Void, AMQPError>) -> Void) {
+        switch frame {
+        case .ack(let tag, let multiple): settle(tag, multiple: multiple, .success(()), resume: resume)
+        case .nack(let tag, let multiple): settle(tag, multiple: multiple, .failure(.nacked()), resume: resume)
+        case .returned(let code, let text, let exchange, let key, let body):
+            let error = AMQPError.returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
+            _ = markReturned(exchange: exchange, routingKey: key, body: body, error)
+        default: break
+        }
+    }
+
     /// Fails everything and restarts numbering (a new channel counts from 1 again).
     mutating func failAll(_ error: AMQPError, resume: (Waiter, Result<Void, AMQPError>) -> Void) {
         for tag in waiting.keys.sorted() { resume(waiting[tag]!.waiter, .failure(error)) }

@@ -234,11 +234,7 @@ public final class ConfirmingPublisher: Sendable {
                 while readAny < 1024, let frame = try connection.nextFrame(timeoutMicros: 0) {
                     readAny += 1
                     switch frame {
-                    case .ack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .success(()), resume: Waiter.resume)
-                    case .nack(let tag, let multiple): inFlight.settle(tag, multiple: multiple, .failure(.nacked()), resume: Waiter.resume)
-                    case .returned(let code, let text, let exchange, let key, let body):
-                        let error = AMQPError.returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
-                        _ = inFlight.markReturned(exchange: exchange, routingKey: key, body: body, error)
+                    case .ack, .nack, .returned: inFlight.apply(frame, resume: Waiter.resume)
                     case .channelClosed(_, let error):
                         inFlight.failAll(error, resume: Waiter.resume)
                         try connection.openChannel(1)

@@ -290,14 +290,11 @@ public final class LoopPublisher: PollSource {
         while count < 1024, let frame = try connection.nextFrame(timeoutMicros: 0) {
             count += 1
             switch frame {
-            case .ack(let tag, let multiple):
-                tracker.settle(tag, multiple: multiple, .success(()), resume: BatchConfirms.Waiter.resume)
-            case .nack(let tag, let multiple):
+            case .ack, .returned:
+                tracker.apply(frame, resume: BatchConfirms.Waiter.resume)
+            case .nack:
                 retiring = true
-                tracker.settle(tag, multiple: multiple, .failure(.nacked()), resume: BatchConfirms.Waiter.resume)
-            case .returned(let code, let text, let exchange, let key, let body):
-                let error = AMQPError.returned("'\(exchange)' routed '\(key)' to no queue: \(text)", replyCode: code)
-                _ = tracker.markReturned(exchange: exchange, routingKey: key, body: body, error)
+                tracker.apply(frame, resume: BatchConfirms.Waiter.resume)
             case .channelClosed(_, let error):
                 throw error
             case .blocked(let reason):
