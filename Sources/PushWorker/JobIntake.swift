@@ -24,7 +24,7 @@ public struct AdmittedJob: Sendable {
     let permits: Int
 }
 
-/// What sending an admitted job gave (`JobProcessor.send` or `startSending`), for
+/// What sending an admitted job gave (`JobProcessor.startSending`), for
 /// `JobProcessor.conclude`: every target's composition outcome, in order, and the send outcomes
 /// by recipient index; nil when the lane gave up before the first send.
 public struct SentJob: Sendable {

@@ -7,9 +7,9 @@ import OSThread
 /// Turns one job delivery into the messages it causes, in three steps:
 /// - `intake` (synchronous): decode, find the App ID, check `not_after`, prepare the job's shared part;
 /// - `admit`: wait for the job's share of the job admission, as a callback rather than a task;
-/// - `process`: compose and send its targets one by one through the send window (the sends run
-///   concurrently), plan, and express the plan as results, a retry copy and dead-letter copies;
-///   for a job of one target, `startSending` then `conclude` do the same from callbacks.
+/// - `startSending`: compose and send its targets one by one through the send window (the sends
+///   run concurrently), from callbacks (a `TargetWalk`), then `conclude`: plan, and express the
+///   plan as results, a retry copy and dead-letter copies (`process` does both in a task).
 /// It never throws: bad input is data (a dead-letter copy with a reason), so the worker keeps
 /// consuming whatever arrives.
 public struct JobProcessor: Sendable {
@@ -116,63 +116,35 @@ public struct JobProcessor: Sendable {
         jobAdmission?.release(admitted.permits)
     }
 
-    /// Sends an admitted job's targets and plans (the admission stays taken: see `release`).
-    /// `stop` true (the lane gave up) before a target is sent leaves it unsent (planned as not
-    /// sent); true before the first one returns no messages at all.
+    /// Composes and sends the job's targets (`startSending`) and waits for the last answer, in
+    /// the caller's task; then `conclude`.
     public func process(_ admitted: AdmittedJob, stop: @escaping @Sendable () -> Bool = { false }) async -> ProcessedJob {
-        guard case .ready(let ready) = admitted.intake.preparation else { return conclude(admitted, SentJob(sends: nil)) }
-        return conclude(admitted, SentJob(sends: await send(ready, sender: admitted.intake.sender, stop: stop)))
+        let sent = await withCheckedContinuation { continuation in
+            startSending(admitted, stop: stop) { continuation.resume(returning: $0) }
+        }
+        return conclude(admitted, sent)
     }
 
-    /// `process` of a job of one target (the common case) without a task while FCM answers:
-    /// composes the target once the send window lets it, starts its send, and hands what the
-    /// send gave to `sent` (from any thread, often the FCM transport's), for `conclude`. `stop`
-    /// as in `process`. False, with nothing done, for any other job: it goes through `process`.
+    /// Composes and sends an admitted job's targets one by one, each after its turn at the
+    /// project's rate and a permit of the send window, given back once its send answered: what
+    /// is composed and not yet sent stays within the window however many recipients the job has.
+    /// Sends run concurrently; the FCM client bounds what is really in flight. Nothing waits as
+    /// a task meanwhile (a `TargetWalk`); `sent` gets what the sends gave, for `conclude`, from
+    /// the thread of the last answer (on a lane, its consumer thread). A settled job has nothing
+    /// to send: `sent` at once.
+    ///
+    /// `stop` true (the lane gave up) before a target is sent leaves it and the rest unsent
+    /// (planned as not sent); true before the first one sends nothing and `conclude` gives no
+    /// messages. A job the fleet cancels while its targets go out sends no more: the rest end
+    /// `cancelled` in its plan, never sent twice.
     public func startSending(_ admitted: AdmittedJob, stop: @escaping @Sendable () -> Bool,
-                             sent: @escaping @Sendable (SentJob) -> Void) -> Bool {
-        guard case .ready(let ready) = admitted.intake.preparation, ready.prepared.targetCount == 1 else { return false }
-        startOne(ready, sender: admitted.intake.sender, stop: stop) { sent(SentJob(sends: $0)) }
-        return true
-    }
-
-    /// The steps of a job of one target, each a callback: its turn at the project's rate, a
-    /// send-window permit, composition, the send; `sent` gets what it gave (nil: `stop` said so
-    /// before the send, and nothing was sent).
-    private func startOne(_ ready: ReadyJob, sender: any PushSender, stop: @escaping @Sendable () -> Bool,
-                          sent: @escaping @Sendable (TargetSends?) -> Void) {
-        if stop() { return sent(nil) }
-        let window = sendWindow
-        sender.pace(app: ready.app, urgent: isUrgent(ready.job)) { placed in
-            let composeAndSend: @Sendable (Int) -> Void = { _ in
-                if stop() {
-                    window?.release(1)
-                    return sent(nil)
-                }
-                self.composeAndStart(ready, sender: sender, placed: placed) { sent($0) }
-            }
-            if let window { window.acquire(1, then: composeAndSend) } else { composeAndSend(0) }
-        }
-    }
-
-    /// Composes the one target of `ready` (its send-window permit taken) and starts its send;
-    /// `sent` gets the composition outcome and what the send gave, once the permit is given back.
-    /// A target that cannot be composed is not sent: it gives its permit back at once and is
-    /// planned as not sent.
-    private func composeAndStart(_ ready: ReadyJob, sender: any PushSender, placed: Bool,
-                                 sent: @escaping @Sendable (TargetSends) -> Void) {
-        let window = sendWindow, gauge = unsentGauge
-        let outcome = ready.prepared.compose(0)
-        guard case .message(let message) = outcome else {
-            window?.release(1)
-            return sent(([outcome], [:]))
-        }
-        let settled = outcome.settled
-        gauge?.increment()
-        sender.start(message.body, app: ready.app, placed: placed) { delivered in
-            gauge?.decrement()
-            window?.release(1)
-            sent(([settled], [0: delivered]))
-        }
+                             sent: @escaping @Sendable (SentJob) -> Void) {
+        guard case .ready(let ready) = admitted.intake.preparation else { return sent(SentJob(sends: nil)) }
+        let control = control
+        let context = TargetWalk.Context(ready: ready, sender: admitted.intake.sender, window: sendWindow,
+                                         unsentGauge: unsentGauge, urgent: isUrgent(ready.job), stop: stop,
+                                         cancelled: { Self.isCancelled(ready.job, control: control) })
+        TargetWalk.start(context) { sent(SentJob(sends: $0)) }
     }
 
     /// The messages of an admitted job once sent (`sent`, from `send` or `startSending`): its
@@ -251,71 +223,6 @@ public struct JobProcessor: Sendable {
         return outbound(plan, history: history, now: now)
     }
 
-    /// Composes and sends the job's targets one by one, each after taking a permit of the send
-    /// window and giving it back once sent: what is composed and not yet sent stays within the
-    /// window however many recipients the job has (it never needs the whole window at once).
-    /// Sends run concurrently; the FCM client bounds what is really in flight.
-    ///
-    /// Returns every target's composition outcome, in order (without the request bodies once
-    /// sent), and what sending gave by recipient index; nil when `stop` said so before anything
-    /// was sent. After `stop` (the lane gave up), or for a job of several targets a cancelled
-    /// task or a cancelled campaign, the remaining targets are composed but not sent: they are
-    /// planned as not sent (retry, or `cancelled`), never sent twice.
-    private func send(_ ready: ReadyJob, sender: any PushSender,
-                      stop: @escaping @Sendable () -> Bool) async -> TargetSends? {
-        if stop() { return nil }
-        if ready.prepared.targetCount == 1 {
-            // `startSending`'s callbacks, waited for once.
-            return await withCheckedContinuation { continuation in
-                startOne(ready, sender: sender, stop: stop) { continuation.resume(returning: $0) }
-            }
-        }
-        return await sendEach(ready, sender: sender, stop: stop)
-    }
-
-    /// `send` of a job with several targets, each started (`PushSender.start`) as soon as it has
-    /// its permit; the job's task then waits once for the last of them, with no task per send.
-    private func sendEach(_ ready: ReadyJob, sender: any PushSender,
-                          stop: @Sendable () -> Bool) async -> TargetSends? {
-        let window = sendWindow
-        let count = ready.prepared.targetCount
-        var composed: [CompositionOutcome] = []
-        composed.reserveCapacity(count)
-        let delivered = DeliveredOutcomes()
-        let gauge = unsentGauge
-        var sending = true
-        for index in 0..<count {
-            var placed = false
-            if sending {
-                placed = await sender.pace(app: ready.app, urgent: isUrgent(ready.job))  // a turn at the project's rate before a window permit
-                if let window { _ = await window.acquire(1) }
-                // A cancel that arrives while a job's recipients go out stops the rest: they end
-                // `cancelled` in this job's plan (`planned`).
-                if stop() || Task.isCancelled || isCancelled(ready.job) {
-                    sending = false
-                    window?.release(1)
-                    if index == 0 && stop() {
-                        return nil
-                    }
-                }
-            }
-            let outcome = ready.prepared.compose(index)
-            composed.append(outcome.settled)
-            guard sending, case .message(let message) = outcome else {
-                if sending { window?.release(1) }  // an invalid target gives its permit back at once
-                continue
-            }
-            gauge?.increment()
-            delivered.started()
-            sender.start(message.body, app: ready.app, placed: placed) { outcome in
-                gauge?.decrement()
-                window?.release(1)
-                delivered.record(outcome, at: index)
-            }
-        }
-        return (composed, await delivered.all())
-    }
-
     /// The plan as messages: results, the retry copy and dead-letter copies, their `push-*`
     /// headers written from the delivery's `history` (`FailureHeaders`).
     func outbound(_ plan: JobPlan, history: DeliveryHistory, now: Timestamp) -> [OutboundMessage] {
@@ -339,8 +246,8 @@ public struct JobProcessor: Sendable {
         return messages
     }
 
-    /// True when the fleet cancelled `job` (its campaign or itself) since it was taken.
-    private func isCancelled(_ job: SendJob) -> Bool {
+    /// True when the fleet (`control`) cancelled `job` (its campaign or itself) since it was taken.
+    private static func isCancelled(_ job: SendJob, control: FleetControl?) -> Bool {
         if case .cancel? = control?.verdict(for: job) { return true }
         return false
     }
@@ -384,42 +291,5 @@ public struct JobProcessor: Sendable {
         if urgent || job?.priority == .high { headers[DeadLetterHeader.priority] = .string(JobPriority.high.rawValue) }
         return OutboundMessage(exchange: topology.deadLetterExchange, routingKey: topology.deadLetterQueue, body: body, headers: headers,
                                kind: .deadLetter, label: code.rawValue, reason: FailureHeaders.reason(message))
-    }
-}
-
-/// What the sends of one job gave, by recipient index, written by their completions (any
-/// thread); `all` waits for every send started to come back.
-private final class DeliveredOutcomes: Sendable {
-    private struct State {
-        var outcomes: [Int: DeliveryOutcome] = [:]
-        var outstanding = 0
-        var waiter: CheckedContinuation<[Int: DeliveryOutcome], Never>?
-    }
-    private let state = Mutex(State())
-
-    /// Counts a send started; its completion must `record` it.
-    func started() { state.withLock { $0.outstanding += 1 } }
-
-    func record(_ outcome: DeliveryOutcome, at index: Int) {
-        let done = state.withLock { s -> (CheckedContinuation<[Int: DeliveryOutcome], Never>, [Int: DeliveryOutcome])? in
-            s.outcomes[index] = outcome
-            s.outstanding -= 1
-            guard s.outstanding == 0, let waiter = s.waiter else { return nil }
-            s.waiter = nil
-            return (waiter, s.outcomes)
-        }
-        if let (waiter, outcomes) = done { waiter.resume(returning: outcomes) }
-    }
-
-    /// Every outcome, once the last send started came back.
-    func all() async -> [Int: DeliveryOutcome] {
-        await withCheckedContinuation { continuation in
-            let now = state.withLock { s -> [Int: DeliveryOutcome]? in
-                guard s.outstanding > 0 else { return s.outcomes }
-                s.waiter = continuation
-                return nil
-            }
-            if let now { continuation.resume(returning: now) }
-        }
     }
 }

@@ -167,8 +167,8 @@ public final class SendWorker: Service {
     }
 
     /// Takes one delivery on the consumer's thread: reads it, and once admitted starts it there.
-    /// A job of one target (unless the broker is blocked) holds no task while FCM answers, nor
-    /// while the broker confirms, unless a publish fails; other jobs run in a task each.
+    /// A job holds no task while FCM answers, nor while the broker confirms, whatever its number
+    /// of targets; it goes on in a task only while the broker is blocked or a publish failed.
     private func take(_ delivery: Delivery, from consumer: AMQPConsumer, outbound: OutboundPublisher,
                       tracker: InFlightTracker, log: Logger) {
         counters.deliveries.add(1, ordering: .relaxed)
@@ -178,10 +178,12 @@ public final class SendWorker: Service {
         let intake = processor.intake(body: delivery.body, headers: delivery.properties.headers)
         processor.admit(intake) { job in
             let stop: @Sendable () -> Bool = { tracker.isAbandoned }
-            if !outbound.isBlocked, self.processor.startSending(job, stop: stop, sent: { sent in
-                self.settleWithoutTask(delivery, job, self.processor.conclude(job, sent), consumer: consumer,
-                                       outbound: outbound, tracker: tracker, stop: stop, log: log)
-            }) { return }
+            if !outbound.isBlocked {
+                return self.processor.startSending(job, stop: stop) { sent in
+                    self.settleWithoutTask(delivery, job, self.processor.conclude(job, sent), consumer: consumer,
+                                           outbound: outbound, tracker: tracker, stop: stop, log: log)
+                }
+            }
             self.counters.jobTasks.add(1, ordering: .relaxed)
             Task {
                 await self.handle(delivery, job, consumer: consumer, outbound: outbound, stop: stop, log: log)

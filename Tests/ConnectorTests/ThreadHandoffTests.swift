@@ -6,13 +6,22 @@ import Testing
 @testable import Connector
 @testable import PushWorker
 
-/// How often a job's work moves from one thread to another on the worker's happy path (jobs of
-/// one target, the access token cached, nothing blocked), counted by the `ThreadHandoffs` probe
-/// over a real broker and the emulator. The lane's goal is none (decision 0082), reached by
-/// decision 0086: the delivery, its request and answer, its results' publish and confirm and its
-/// ack all happen on the lane's consumer thread.
+/// How often a job's work moves from one thread to another on the worker's happy path (the
+/// access token cached, nothing blocked), counted by the `ThreadHandoffs` probe over a real
+/// broker and the emulator. The lane's goal is none (decision 0082), reached by decisions 0086
+/// and 0087: the delivery, its requests and answers, its results' publish and confirm and its
+/// ack all happen on the lane's consumer thread, whatever the job's number of recipients.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct ThreadHandoffTests {
     @Test func aOneTargetJobStaysOnItsLaneThreadAndNeedsNoTask() async throws {
+        try await expectNoHandoffs(jobs: 200, recipients: 1)
+    }
+
+    /// Ten recipients: ten requests through the send window, ten results in one publish round.
+    @Test func aTenTargetJobStaysOnItsLaneThreadAndNeedsNoTask() async throws {
+        try await expectNoHandoffs(jobs: 100, recipients: 10)
+    }
+
+    func expectNoHandoffs(jobs: Int, recipients: Int) async throws {
         let f = try await PipelineFixture()
         let worker = try f.makeWorker(prefetch: 50)
         let (shutdown, task) = f.startWorker(worker)
@@ -26,13 +35,12 @@ import Testing
         try await eventually("the warm-up jobs acked") { worker.counters.acked.load(ordering: .relaxed) >= warm }
 
         // Published with a blocking client: the test's own publishes cross no loop thread.
-        let jobs = 200
         let client = try AMQPChannelClient(settings: f.settings)
         defer { client.close() }
         let (handoffsBefore, tasksBefore) = (ThreadHandoffs.count, worker.counters.jobTasks.load(ordering: .relaxed))
         for i in 0..<jobs {
             try client.publishConfirmed(exchange: f.topology.jobsExchange, routingKey: f.topology.jobsRoutingKey,
-                                        body: Data(jobJSON("job-\(i)", tokens: ["dev-\(i)"]).utf8))
+                                        body: Data(jobJSON("job-\(i)", tokens: (0..<recipients).map { "dev-\(i)-\($0)" }).utf8))
         }
         try await eventually("every job acked") { worker.counters.acked.load(ordering: .relaxed) >= warm + jobs }
         let handoffs = ThreadHandoffs.count - handoffsBefore
@@ -40,13 +48,15 @@ import Testing
         shutdown.trigger()
         await task.value
 
-        let results = try await f.results(warm + jobs)
-        #expect(results.allSatisfy { $0.outcome == .sent } && Set(results.map(\.jobID)).count == warm + jobs)
-        #expect(tasks == 0, "no job of one target went on in a task: \(tasks)")
+        let results = try await f.results(warm + jobs * recipients)
+        #expect(results.count == warm + jobs * recipients && results.allSatisfy { $0.outcome == .sent })
+        #expect(Set(results.map(\.jobID)).count == warm + jobs)
+        #expect(tasks == 0, "no job went on in a task: \(tasks)")
         // The lane's HTTP/2 engine and loop publisher are sources of the consumer thread's poll
         // set: none per job. The probe counts the whole process, so what a previous test left
-        // closing may add a few (up to 22 seen in a whole-suite run); one hop per job is 200,
-        // the publisher thread's two are 400.
+        // closing may add a few (up to 22 seen in a whole-suite run); one hop per job is 200
+        // (one target) or 100 (ten), one per send 200 or 1000, the publisher thread's two per job
+        // 400 or 200.
         #expect((0...40).contains(handoffs), "hand-offs per job: \(Double(handoffs) / Double(jobs))")
     }
 }
