@@ -1,3 +1,4 @@
+import OSThread
 import PushCore
 
 /// A delivery read and checked (`JobProcessor.intake`): decoded, its App ID found, `not_after`
@@ -17,11 +18,13 @@ public struct JobIntake: Sendable {
     }
 }
 
-/// A job let in by the job admission (`JobProcessor.admit`), holding `permits` of it until it is
-/// settled and given back (`JobProcessor.release`).
+/// A job let in by the job admission (`JobProcessor.admit`), holding `permits` of `admission`
+/// until it is settled and given back (`JobProcessor.release`).
 public struct AdmittedJob: Sendable {
     let intake: JobIntake
     let permits: Int
+    /// The pool the permits came from (a lane's share of the process's admission).
+    let admission: PermitPool?
 }
 
 /// What sending an admitted job gave (`JobProcessor.startSending`), for

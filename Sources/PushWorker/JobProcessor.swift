@@ -27,16 +27,18 @@ public struct JobProcessor: Sendable {
     /// 1 MiB: far above the largest valid job (1 000 recipients with their data).
     public static let defaultMaxJobBytes = 1 << 20
     /// When set, each target of a job takes a permit before it is composed and gives it back
-    /// once sent (a `PermitPool`): what is composed and waiting for FCM stays within the FCM window.
+    /// once sent (a `PermitPool`): what is composed and waiting for FCM stays within the FCM window
+    /// (the worker: `--max-in-flight`, split between its lanes by `share`).
     public var sendWindow: PermitPool?
     /// Counts composed messages not yet sent, with their high-water mark (tests; nil otherwise).
     var unsentGauge: HighWaterGauge?
     /// When set, a job takes `min(targets, capacity)` permits of it (`admit`) before its first
     /// target is composed and gives them back once it is settled (`release`): the jobs being sent
     /// or published at once hold at most `capacity` recipients (the worker: twice
-    /// `--max-in-flight`), so prefetched jobs of many recipients go a few at a time instead of all
-    /// advancing together, each holding its per-recipient state (and then its results, while the
-    /// broker is slow to confirm) to the end. A job larger than the capacity goes alone.
+    /// `--max-in-flight`, split between its lanes by `share`), so prefetched jobs of many
+    /// recipients go a few at a time instead of all advancing together, each holding its
+    /// per-recipient state (and then its results, while the broker is slow to confirm) to the
+    /// end. A job larger than the capacity goes alone.
     public var jobAdmission: PermitPool?
     /// Counts jobs admitted and not released, with their high-water mark (tests; nil otherwise).
     var admittedGauge: HighWaterGauge?
@@ -55,6 +57,21 @@ public struct JobProcessor: Sendable {
         self.topology = topology
         retryQueues = topology.allRetryQueues
         self.planner = planner
+    }
+
+    /// Lane `lane`'s processor among `lanes`: its even share of the send window and of the job
+    /// admission, pools of its own, so that a permit freed by one of the lane's answers lets in a
+    /// job of the same lane, on its thread (a lane's work never runs on another lane's thread).
+    /// The shares add up to the whole; one lane takes the pools as they are.
+    public func share(lane: Int, of lanes: Int) -> JobProcessor {
+        guard lanes > 1 else { return self }
+        func part(_ pool: PermitPool?) -> PermitPool? {
+            pool.map { PermitPool(capacity: $0.capacity / lanes + (lane < $0.capacity % lanes ? 1 : 0)) }
+        }
+        var share = self
+        share.sendWindow = part(sendWindow)
+        share.jobAdmission = part(jobAdmission)
+        return share
     }
 
     /// A processor for a fixed set of App IDs (no reload).
@@ -99,13 +116,13 @@ public struct JobProcessor: Sendable {
     /// confirmed, or the delivery given up).
     public func admit(_ intake: JobIntake, then start: @escaping @Sendable (AdmittedJob) -> Void) {
         guard let admission = jobAdmission, intake.weight > 0 else {
-            start(AdmittedJob(intake: intake, permits: 0))
+            start(AdmittedJob(intake: intake, permits: 0, admission: nil))
             return
         }
         let gauge = admittedGauge
         admission.acquire(intake.weight) { permits in
             gauge?.increment()
-            start(AdmittedJob(intake: intake, permits: permits))
+            start(AdmittedJob(intake: intake, permits: permits, admission: admission))
         }
     }
 
@@ -113,7 +130,7 @@ public struct JobProcessor: Sendable {
     public func release(_ admitted: AdmittedJob) {
         guard admitted.permits > 0 else { return }
         admittedGauge?.decrement()
-        jobAdmission?.release(admitted.permits)
+        admitted.admission?.release(admitted.permits)
     }
 
     /// Composes and sends the job's targets (`startSending`) and waits for the last answer, in

@@ -4,13 +4,14 @@ import PushCore
 import ServiceRuntime
 import Synchronization
 
-/// The send worker: `lanes` independent consumer + confirming-publisher connection pairs on the
-/// job queue, each delivery processed concurrently (up to `prefetch` per lane) and acked only
-/// once every message it caused is confirmed by the broker. Acks are coalesced: the consumer
-/// acks with `multiple` over contiguous settled deliveries (`AckCoalescer`), so the broker sees
-/// one ack per batch instead of one per job. A job of one target, the common case, runs on
-/// callbacks (its send's answer, its publishes' confirms) with no task unless something needs
-/// waiting out; other jobs, and the slow paths, run in a task each.
+/// The send worker: `lanes` independent lanes on the job queue, each one event loop on its
+/// consumer's thread (its consumer, its publishers, its HTTP/2 connections) with its own share
+/// of the send window and job admission (`JobProcessor.share`). Each delivery is processed
+/// concurrently (up to `prefetch` per lane) and acked only once every message it caused is
+/// confirmed by the broker. Acks are coalesced: the consumer acks with `multiple` over contiguous
+/// settled deliveries (`AckCoalescer`), so the broker sees one ack per batch instead of one per
+/// job. A job runs on callbacks (its sends' answers, its publishes' confirms) with no task unless
+/// something needs waiting out (a blocked broker, a publish to repeat).
 ///
 /// A delivery whose FCM sends happened is never requeued for a publish failure: its outbound
 /// messages are kept and published again, reconnecting the publisher if needed, until confirmed
@@ -52,6 +53,16 @@ public final class SendWorker: Service {
             self.topology = topology
         }
     }
+
+    /// `--lanes auto`: one lane per processor the process may keep busy (a lane is one event
+    /// loop on one thread), at most `mostAutomaticLanes`.
+    public static func automaticLanes(_ budget: ProcessorBudget) -> Int {
+        min(budget.processors, mostAutomaticLanes)
+    }
+
+    /// The most lanes `--lanes auto` runs: each holds three broker connections and its own
+    /// HTTP/2 connections, and a large host without a CPU quota should not open hundreds.
+    public static let mostAutomaticLanes = 8
 
     /// The prefetch when `--prefetch` is not given: the process's FCM window (`--max-in-flight`)
     /// shared by the lanes, so that the sends in flight, not the unacked jobs, bound throughput
@@ -109,6 +120,7 @@ public final class SendWorker: Service {
 
     private func runLane(_ lane: Int, shutdown: ShutdownSignal) async {
         let log = logger.child(configuration.urgent ? "urgent" : "lane\(lane)")
+        let processor = processor.share(lane: lane, of: max(1, configuration.lanes))
         let outbound = OutboundPublisher(settings: configuration.settings, confirmTimeout: configuration.confirmTimeout,
                                          backoff: configuration.republishBackoff, counters: counters, metrics: metrics, log: log)
         status.lane(lane, publisherConnected: { outbound.isConnected })
@@ -124,7 +136,7 @@ public final class SendWorker: Service {
             let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.queue,
                                                         prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing,
                                                         handler: { delivery, consumer in
-                self.take(delivery, from: consumer, outbound: outbound, tracker: tracker, log: log)
+                self.take(delivery, from: consumer, processor: processor, outbound: outbound, tracker: tracker, log: log)
             })
             log.info("consuming", ["queue": configuration.queue, "broker": configuration.settings.redactedURL,
                                    "prefetch": sizing.map { "\($0.initial) up to \($0.maxPrefetch), sized to \($0.budgetBytes) bytes" }
@@ -169,7 +181,7 @@ public final class SendWorker: Service {
     /// Takes one delivery on the consumer's thread: reads it, and once admitted starts it there.
     /// A job holds no task while FCM answers, nor while the broker confirms, whatever its number
     /// of targets; it goes on in a task only while the broker is blocked or a publish failed.
-    private func take(_ delivery: Delivery, from consumer: AMQPConsumer, outbound: OutboundPublisher,
+    private func take(_ delivery: Delivery, from consumer: AMQPConsumer, processor: JobProcessor, outbound: OutboundPublisher,
                       tracker: InFlightTracker, log: Logger) {
         counters.deliveries.add(1, ordering: .relaxed)
         tracker.enter()
@@ -179,21 +191,21 @@ public final class SendWorker: Service {
         processor.admit(intake) { job in
             let stop: @Sendable () -> Bool = { tracker.isAbandoned }
             if !outbound.isBlocked {
-                return self.processor.startSending(job, stop: stop) { sent in
-                    self.settleWithoutTask(delivery, job, self.processor.conclude(job, sent), consumer: consumer,
+                return processor.startSending(job, stop: stop) { sent in
+                    self.settleWithoutTask(delivery, job, processor.conclude(job, sent), consumer: consumer,
                                            outbound: outbound, tracker: tracker, stop: stop, log: log)
                 }
             }
             self.counters.jobTasks.add(1, ordering: .relaxed)
             Task {
-                await self.handle(delivery, job, consumer: consumer, outbound: outbound, stop: stop, log: log)
+                await self.handle(delivery, job, processor: processor, consumer: consumer, outbound: outbound, stop: stop, log: log)
                 tracker.leave()
             }
         }
     }
 
     /// Processes an admitted job in this task, then settles it.
-    private func handle(_ delivery: Delivery, _ job: AdmittedJob, consumer: AMQPConsumer, outbound: OutboundPublisher,
+    private func handle(_ delivery: Delivery, _ job: AdmittedJob, processor: JobProcessor, consumer: AMQPConsumer, outbound: OutboundPublisher,
                         stop: @escaping @Sendable () -> Bool, log: Logger) async {
         // New work waits out a broker alarm: its messages could not be confirmed anyway.
         await outbound.waitWhileBlocked(stop: stop)

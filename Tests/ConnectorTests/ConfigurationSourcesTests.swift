@@ -3,6 +3,7 @@ import EmulatorKit
 import Foundation
 import Testing
 @testable import Connector
+import PushWorker
 
 /// Runs the built `push-connector` with exactly `environment` (plus PATH) from `directory`;
 /// returns (exit code, stdout, stderr).
@@ -86,6 +87,36 @@ struct AppFolder {
         #expect(out.contains("credentials \(folder.directory)/sa.json (key loads), rate 6000/min"), "\(out)")
     }
 
+    /// `--lanes auto` (the default) runs one lane per processor the process may use: all of
+    /// this machine's (at most 8), one under `taskset -c 0`. A count out of range is refused.
+    @Test func theDefaultLanesFollowTheProcessorsTheProcessMayUse() throws {
+        let folder = try AppFolder()
+        func lanes(_ out: String) -> String? {
+            out.split(separator: "\n").first { $0.contains(" lane(s) with prefetch") }
+                .flatMap { $0.split(separator: " ").drop { $0 != "on" }.dropFirst().first.map(String.init) }
+        }
+        let (code, out, err) = try runBinary(["worker", "--check", "--config", folder.appsFile])
+        #expect(code == 0, "\(err)")
+        let expected = min(ProcessInfo.processInfo.activeProcessorCount, SendWorker.mostAutomaticLanes)
+        #expect(lanes(out) == "\(expected)", "\(out)")
+        #expect(out.split(separator: "\n").contains { $0.hasPrefix("  --lanes ") && $0.contains("auto") && $0.hasSuffix("(default)") }, "\(out)")
+
+        let pinned = Process()
+        pinned.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+        pinned.arguments = ["-c", "0", try builtProduct("push-connector"), "worker", "--check", "--config", folder.appsFile]
+        let pipe = Pipe()
+        pinned.standardOutput = pipe
+        try pinned.run()
+        let pinnedOut = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        pinned.waitUntilExit()
+        #expect(pinned.terminationStatus == 0 && lanes(pinnedOut) == "1", "\(pinnedOut)")
+
+        for bad in ["0", "65", "many"] {
+            let (code, _, err) = try runBinary(["worker", "--check", "--config", folder.appsFile, "--lanes", bad])
+            #expect(code != 0 && err.contains("--lanes must be auto or a whole number from 1 to 64"), "\(bad): \(err)")
+        }
+    }
+
     @Test func settingsFileMistakesAreRefusedNamingTheFileAndTheKey() async throws {
         let folder = try AppFolder()
         func check(_ settings: String, environment: [String: String] = [:]) async throws -> (Int32, String) {
@@ -112,7 +143,7 @@ struct AppFolder {
         // A bad variable is named too.
         (code, err) = try await check("{}", environment: ["PUSH_CONNECTOR_LANES": "zero"])
         #expect(code == 2)
-        #expect(err.contains("PUSH_CONNECTOR_LANES (environment) must be a whole number from 1 to 64, got \"zero\""), "\(err)")
+        #expect(err.contains("PUSH_CONNECTOR_LANES (environment) must be auto or a whole number from 1 to 64, got \"zero\""), "\(err)")
         // Another command's key (events' db) is accepted and ignored, so one file can serve both.
         (code, err) = try await check(#"{"db": "/var/lib/push/events.db"}"#)
         #expect(code == 0, "\(err)")

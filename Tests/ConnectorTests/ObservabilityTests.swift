@@ -138,9 +138,11 @@ func whileTheBrokerIsStopped(_ f: PipelineFixture, _ body: () async throws -> Vo
         #expect(metrics.value("push_connector_results_total", ["app_id": "shop-android", "outcome": "sent"]) == 1)
         #expect(metrics.value("push_connector_config_reloads_total", ["result": "ok"]) == 1)
         #expect(metrics.value("push_connector_config_reloads_total", ["result": "error"]) == 0)
-        // --prefetch-bytes 8 MiB holds eight jobs of --max-job-bytes (1 MiB): where the sized
-        // prefetch starts, and stays while two small jobs never fill half of it.
-        #expect(metrics.value("push_connector_prefetch") == 8)
+        // --prefetch-bytes 8 MiB holds eight jobs of --max-job-bytes (1 MiB) per lane: where the
+        // sized prefetch starts, and stays while two small jobs never fill half of it.
+        let lanes = try #require(metrics.value("push_connector_lanes"))
+        #expect(lanes == Double(min(ProcessInfo.processInfo.activeProcessorCount, SendWorker.mostAutomaticLanes)), "--lanes auto")
+        #expect(metrics.value("push_connector_prefetch") == 8 * lanes)
         #expect(try await worker.terminate(within: .seconds(30)) == 0)
 
         let lines = try worker.log.split(separator: "\n").map { line in

@@ -146,7 +146,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(1))) struct ControlChannelFaultTests {
     @Test func aLostControlChannelIsReopenedAndMalformedControlMessagesAreDroppedWhileSendsGoOn() async throws {
         let f = try await PipelineFixture(ownVhost: true)
-        let replica = try await QuotaSharingTests.Replica(f, [])
+        let replica = try await QuotaSharingTests.Replica(f, ["--lanes", "1"])
         try await waitForMetric(replica, "push_connector_quota_queue_consumers", [:], 1)
 
         // Every connection of the vhost dropped: the lanes and the control channel come back.

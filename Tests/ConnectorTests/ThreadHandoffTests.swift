@@ -21,9 +21,18 @@ import Testing
         try await expectNoHandoffs(jobs: 100, recipients: 10)
     }
 
-    func expectNoHandoffs(jobs: Int, recipients: Int) async throws {
+    /// Two lanes sharing a window of eight sends: each lane holds its own four, so a permit freed
+    /// by one lane's answer lets in a job of the same lane, never continues the other lane's job
+    /// on this thread (whose results would then be published and acked across threads).
+    @Test func twoLanesNeverRunEachOthersJobs() async throws {
+        try await expectNoHandoffs(jobs: 100, recipients: 10, lanes: 2, maxInFlight: 8)
+    }
+
+    func expectNoHandoffs(jobs: Int, recipients: Int, lanes: Int = 1, maxInFlight: Int? = nil) async throws {
         let f = try await PipelineFixture()
-        let worker = try f.makeWorker(prefetch: 50)
+        let worker = try f.makeWorker(prefetch: 50, lanes: lanes) { fcm in
+            if let maxInFlight { fcm.transport.maxInFlight = maxInFlight }
+        }
         let (shutdown, task) = f.startWorker(worker)
         // The first job fetches the access token and opens the HTTP/2 connection (in a task).
         try await f.publish([jobJSON("warm-up", tokens: ["dev-warm"])])

@@ -38,7 +38,7 @@ import Testing
         let tokens = (0..<3).map { "dev-behind-\($0)" }
         try await f.publish([jobJSON("reveal", tokens: ["slow3000-dev-reveal"])]
                             + tokens.enumerated().map { jobJSON("behind-\($0.offset)", tokens: [$0.element]) })
-        let worker = try WorkerProcess(f, ["--prefetch", "1", "--shutdown-deadline", "2", "--log-level", "info"])
+        let worker = try WorkerProcess(f, ["--lanes", "1", "--prefetch", "1", "--shutdown-deadline", "2", "--log-level", "info"])
         try await eventually("the slow send started") { f.sends(to: "slow3000-dev-reveal") == 1 }
         try f.broker.memoryAlarm(true)
         defer { _ = try? f.broker.memoryAlarm(false) }
@@ -67,7 +67,7 @@ import Testing
         let f = try await PipelineFixture(ownVhost: true)
         let tokens = (0..<6).map { "slow4000-dev-\($0)" }
         try await f.publish(tokens.enumerated().map { jobJSON("deadline-\($0.offset)", tokens: [$0.element]) })
-        let worker = try WorkerProcess(f, ["--prefetch", "3", "--shutdown-deadline", "1", "--log-level", "warn"])
+        let worker = try WorkerProcess(f, ["--lanes", "1", "--prefetch", "3", "--shutdown-deadline", "1", "--log-level", "warn"])
         try await eventually("three sends in flight") { f.emulator.recordedMessages().count == 3 }
 
         let status = try await worker.terminate(within: .seconds(30))

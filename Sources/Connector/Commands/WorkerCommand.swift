@@ -36,7 +36,10 @@ public struct WorkerCommand: Command {
                    + "--max-job-bytes fit, then follows the jobs' size, up to --prefetch (0, the default: a fixed\n"
                    + "--prefetch; \(SendWorker.suggestedPrefetchBytes) suits queues of large jobs)",
                    default: "0", .integer(0...(1 << 30))),
-            .value(.lanes, "N", "consumer/publisher connection pairs (one per core is plenty)", default: "1", .integer(1...64)),
+            .value(.lanes, "N", "lanes, each an event loop on a thread of its own with its own consumer, publisher and\n"
+                   + "HTTP/2 connections (auto: one per processor the process may use, after its CPU affinity\n"
+                   + "and cgroup quota, at most \(SendWorker.mostAutomaticLanes))", default: "auto",
+                   ValueKind { $0 == "auto" || (Int($0).map { (1...64).contains($0) } ?? false) ? nil : "must be auto or a whole number from 1 to 64" }),
             .value(.maxAttempts, "N", "attempts before RETRIES_EXHAUSTED", default: "8", .integer(1...100)),
             .value(.retryBaseDelay, "DURATION", "first backoff delay (doubles each attempt, ±20 % jitter)",
                    default: "5s", .seconds(1...86_400)),

@@ -43,7 +43,7 @@ struct WorkerPlan {
         policy.maxAge = .seconds(a.requiredSeconds(.maxAge))
         policy.maxDelay = .seconds(topology.retryTiers.last?.delaySeconds ?? 3600)
         worker = SendWorker.Configuration(settings: settings, topology: topology)
-        worker.lanes = a.integer(.lanes)
+        worker.lanes = a.int(.lanes) ?? SendWorker.automaticLanes(ProcessorBudget.current())
         worker.prefetch = a.int(.prefetch).map(UInt16.init)
             ?? SendWorker.defaultPrefetch(maxInFlight: fcm.transport.maxInFlight, lanes: worker.lanes)
         worker.shutdownDeadline = .seconds(a.requiredSeconds(.shutdownDeadline))
