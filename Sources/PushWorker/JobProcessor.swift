@@ -164,7 +164,7 @@ public struct JobProcessor: Sendable {
         TargetWalk.start(context) { sent(SentJob(sends: $0)) }
     }
 
-    /// The messages of an admitted job once sent (`sent`, from `send` or `startSending`): its
+    /// The messages of an admitted job once sent (`sent`, from `startSending`): its
     /// plan as results, a retry copy and dead-letter copies; none when the lane gave up before
     /// the first send. A settled job's messages are its intake's.
     public func conclude(_ admitted: AdmittedJob, _ sent: SentJob) -> ProcessedJob {

@@ -120,7 +120,7 @@ public final class SendWorker: Service {
 
     private func runLane(_ lane: Int, shutdown: ShutdownSignal) async {
         let log = logger.child(configuration.urgent ? "urgent" : "lane\(lane)")
-        let processor = processor.share(lane: lane, of: max(1, configuration.lanes))
+        let processor = self.processor.share(lane: lane, of: max(1, configuration.lanes))
         let outbound = OutboundPublisher(settings: configuration.settings, confirmTimeout: configuration.confirmTimeout,
                                          backoff: configuration.republishBackoff, counters: counters, metrics: metrics, log: log)
         status.lane(lane, publisherConnected: { outbound.isConnected })
@@ -224,7 +224,7 @@ public final class SendWorker: Service {
         published(confirmed, delivery, job, processed, consumer: consumer, jobLog: jobLog, log: log)
     }
 
-    /// `settle` called back with a job's answer (on the FCM transport's thread): the messages go
+    /// `settle` called back with a job's answers (on the lane's thread): the messages go
     /// to the current publisher at once and the delivery is acked from its confirms, with no
     /// task; one takes over only when there is no publisher to use now or a publish failed.
     private func settleWithoutTask(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, consumer: AMQPConsumer,
