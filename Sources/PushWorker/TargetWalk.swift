@@ -105,7 +105,7 @@ struct TargetWalkState: Sendable {
     mutating func answered(_ outcome: DeliveryOutcome, at index: Int) -> Bool {
         delivered[index] = outcome
         outstanding -= 1
-        return !running && next == count && !asking && given == nil && conclude()
+        return !running && conclude()
     }
 
     /// Every target's composition outcome and what the sends gave (`finished`).
@@ -165,8 +165,7 @@ final class TargetWalk: Sendable {
             case .send(let index, let placed):
                 if !send(index, placed: placed) { return }
             case .composeOnly(let index):
-                let outcome = context.ready.prepared.compose(index).settled
-                state.withLock { $0.composed(outcome, started: false) }
+                composeOnly(index)
             case .wait:
                 return
             case .finished:
@@ -202,11 +201,8 @@ final class TargetWalk: Sendable {
                 sent(nil)
                 return false
             }
-            let outcome = context.ready.prepared.compose(index).settled
-            state.withLock {
-                $0.stopSending()
-                $0.composed(outcome, started: false)
-            }
+            state.withLock { $0.stopSending() }
+            composeOnly(index)
             return true
         }
         let outcome = context.ready.prepared.compose(index)
@@ -225,6 +221,12 @@ final class TargetWalk: Sendable {
             self.answered(delivered, at: index)
         }
         return true
+    }
+
+    /// Composes target `index` without sending it (the job stopped sending).
+    private func composeOnly(_ index: Int) {
+        let outcome = context.ready.prepared.compose(index).settled
+        state.withLock { $0.composed(outcome, started: false) }
     }
 
     private func answered(_ outcome: DeliveryOutcome, at index: Int) {
