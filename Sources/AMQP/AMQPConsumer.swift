@@ -43,6 +43,7 @@ public final class AMQPConsumer: Sendable {
         case reject(UInt64, requeue: Bool)
         case cancel
         case close(CheckedContinuation<Void, Never>)
+        case run(@Sendable () -> Void)
     }
 
     /// The deliveries, in the broker's order.
@@ -131,6 +132,14 @@ public final class AMQPConsumer: Sendable {
         commands.submit(.cancel)
     }
 
+    /// Runs `work` on the connection thread, in order with the settlements submitted around it,
+    /// with that thread's `PollLoop` current: how work that went on elsewhere (a task, an answer
+    /// on another thread) comes back to the thread that read its delivery. Once the consumer
+    /// ended (closed or lost), `work` runs at once on the calling thread instead; never dropped.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        if !commands.submit(.run(work)) { work() }
+    }
+
     /// Executes the settlements submitted before this call, closes the connection and waits for
     /// the connection thread to end. Safe to call more than once or after a connection loss.
     public func close() async {
@@ -210,6 +219,7 @@ public final class AMQPConsumer: Sendable {
                         case .nack(let tag, let multiple, let requeue):
                             try connection.nack(tag, multiple: multiple, requeue: requeue)
                         case .reject(let tag, let requeue): try connection.reject(tag, requeue: requeue)
+                        case .run(let work): work()
                         case .cancel:
                             try take(subscription.cancel())
                         case .close(let done):
@@ -264,9 +274,14 @@ public final class AMQPConsumer: Sendable {
             connection.close()
             finish(throwing: error)
         }
-        // Settlements after a close or a loss are no-ops (the broker requeues); closers resume.
+        // Settlements after a close or a loss are no-ops (the broker requeues); work still runs,
+        // here, with the loop still current; closers resume.
         for leftover in unprocessed + commands.close() {
-            if case .close(let done) = leftover { closers.append(done) }
+            switch leftover {
+            case .close(let done): closers.append(done)
+            case .run(let work): work()
+            default: break
+            }
         }
         for done in closers { done.resume() }
     }

@@ -97,13 +97,12 @@ public final class FCMClient: Sendable {
     /// Stops the owned transports; sends still in flight finish as retryable.
     public func shutdown() { for stop in ownedShutdowns { stop() } }
 
-    /// Sends one request body `{"message": …, "validate_only": …}` for `projectID`.
+    /// `start`, waited for in the caller's task: sends one request body `{"message": …,
+    /// "validate_only": …}` for `projectID` and returns its outcome.
     public func send(projectID: String, messageBody: [UInt8], credentials: ServiceAccount) async -> FCMOutcome {
-        if let refused = Self.refusal(projectID: projectID) { return refused }
-        if case .deferred(let delay) = await rateLimiter.acquire(project: projectID) {
-            return Self.paused(projectID, retryAfter: delay)
+        await withCheckedContinuation { continuation in
+            start(projectID: projectID, messageBody: messageBody, credentials: credentials) { continuation.resume(returning: $0) }
         }
-        return await exchange(newExchange(projectID, messageBody, credentials))
     }
 
     /// Takes the turn of a send of `projectID` at its project's rate before the caller spends
@@ -117,10 +116,11 @@ public final class FCMClient: Sendable {
         pacing.enter(project: projectID, urgent: urgent, go: go)
     }
 
-    /// `send`, with the answer given to `completion` (from any thread) instead of returned. In
-    /// the common case (the project not paced, the access token cached, a transport permit free)
-    /// nothing waits as a task while FCM answers: the request in flight costs its callbacks. Any
-    /// other case, and a resend (connection loss, a 401), continues as `send` does, in a task.
+    /// Sends one request body `{"message": …, "validate_only": …}` for `projectID` and gives its
+    /// outcome to `completion` (from any thread). In the common case (the project not paced, the
+    /// access token cached, a transport permit free) nothing waits as a task while FCM answers:
+    /// the request in flight costs its callbacks. Any other case, and a resend (connection loss,
+    /// a 401), goes on in a task (`exchange`).
     ///
     /// `placed`: the send's turn at its project's rate was taken by `pace`; it is not taken again,
     /// and the send is deferred only if the project was paused meanwhile.

@@ -146,20 +146,21 @@ public struct JobProcessor: Sendable {
     /// project's rate and a permit of the send window, given back once its send answered: what
     /// is composed and not yet sent stays within the window however many recipients the job has.
     /// Sends run concurrently; the FCM client bounds what is really in flight. Nothing waits as
-    /// a task meanwhile (a `TargetWalk`); `sent` gets what the sends gave, for `conclude`, from
-    /// the thread of the last answer (on a lane, its consumer thread). A settled job has nothing
-    /// to send: `sent` at once.
+    /// a task meanwhile (a `TargetWalk`); `sent` gets what the sends gave, for `conclude`, on
+    /// `lane` (called there; turns and answers given on other threads are handed back to it), or
+    /// from the thread of the last answer for `.anywhere`. A settled job has nothing to send:
+    /// `sent` at once.
     ///
     /// `stop` true (the lane gave up) before a target is sent leaves it and the rest unsent
     /// (planned as not sent); true before the first one sends nothing and `conclude` gives no
     /// messages. A job the fleet cancels while its targets go out sends no more: the rest end
     /// `cancelled` in its plan, never sent twice.
-    public func startSending(_ admitted: AdmittedJob, stop: @escaping @Sendable () -> Bool,
+    public func startSending(_ admitted: AdmittedJob, on lane: LaneThread = .anywhere, stop: @escaping @Sendable () -> Bool,
                              sent: @escaping @Sendable (SentJob) -> Void) {
         guard case .ready(let ready) = admitted.intake.preparation else { return sent(SentJob(sends: nil)) }
         let control = control
         let context = TargetWalk.Context(ready: ready, sender: admitted.intake.sender, window: sendWindow,
-                                         unsentGauge: unsentGauge, urgent: isUrgent(ready.job), stop: stop,
+                                         unsentGauge: unsentGauge, urgent: isUrgent(ready.job), lane: lane, stop: stop,
                                          cancelled: { Self.isCancelled(ready.job, control: control) })
         TargetWalk.start(context) { sent(SentJob(sends: $0)) }
     }

@@ -5,7 +5,7 @@ import ServiceRuntime
 import Synchronization
 
 /// A lane's publishing side: one confirming publisher connection, reopened when it dies, and
-/// `publishUntilConfirmed`, which keeps a delivery's outbound messages and publishes them again
+/// `publish`, which keeps a delivery's outbound messages and publishes them again
 /// (with `Backoff`) until the broker confirmed every one of them.
 ///
 /// Why: once a job's FCM sends happened, requeueing its delivery would send to every recipient
@@ -34,7 +34,7 @@ final class OutboundPublisher: Sendable {
     private let metrics: WorkerMetrics
     private let log: Logger
     private let state = Mutex(State())
-    /// The last connected publisher and its generation, for `isBlocked` and `tryPublish`.
+    /// The last connected publisher and its generation, for `isBlocked` and a first round.
     private let current = Mutex<(publisher: ConfirmingPublisher, generation: Int)?>(nil)
     /// Loop publishers the broker has blocked now.
     private let loopsBlocked = Atomic<Int>(0)
@@ -111,20 +111,33 @@ final class OutboundPublisher: Sendable {
         while isBlocked && !stop() { try? await Task.sleep(for: .milliseconds(100)) }
     }
 
-    /// Publishes `messages` and returns true once every one is confirmed; publishes again what
-    /// failed (reconnecting if the connection died) with `backoff` between rounds. Returns false
-    /// only when `stop()` turns true first: the caller must then leave its delivery unacked.
-    func publishUntilConfirmed(_ messages: [OutboundMessage], stop: @Sendable () -> Bool) async -> Bool {
-        await publish(messages, fromRound: 0, stop: stop)
+    /// Publishes `messages` until the broker confirmed every one, then calls `done(true)`;
+    /// `done(false)` only when `stop()` turned true first (the caller then leaves its delivery
+    /// unacked). What failed is published again (reconnecting if the connection died) with
+    /// `backoff` between rounds; what was confirmed is not published twice.
+    ///
+    /// The first round takes no task: it goes to the calling loop thread's `LoopPublisher` when
+    /// that takes publishes, else to the current publisher when it is alive and not blocked,
+    /// and `done` is called from the thread of that publisher. A failed round, and a first round
+    /// with no publisher to take it now, go on in a task (counted in `jobTasks`).
+    func publish(_ messages: [OutboundMessage], stop: @escaping @Sendable () -> Bool, done: @escaping @Sendable (Bool) -> Void) {
+        let started = firstRound(messages) { failedRound in
+            guard let failedRound else { return done(true) }
+            self.inTask(done) { await self.republish(failedRound, stop: stop) }
+        }
+        if !started { inTask(done) { await self.publish(messages, fromRound: 0, stop: stop) } }
     }
 
-    /// The first round of `publishUntilConfirmed` without a task: publishes `messages` on the
-    /// calling loop thread's `LoopPublisher` when it takes publishes, else on the current
-    /// publisher when it is alive and not blocked, and calls `done` (on that publisher's thread)
-    /// with nil once the broker confirmed them all, or with the round that failed, for
-    /// `republish`. False, with nothing published, when there is no such publisher: the caller
-    /// goes through `publishUntilConfirmed`.
-    func tryPublish(_ messages: [OutboundMessage], done: @escaping @Sendable (FailedRound?) -> Void) -> Bool {
+    /// Runs `rounds` in a task of its own and gives its answer to `done`.
+    private func inTask(_ done: @escaping @Sendable (Bool) -> Void, _ rounds: @escaping @Sendable () async -> Bool) {
+        counters.jobTasks.add(1, ordering: .relaxed)
+        Task { done(await rounds()) }
+    }
+
+    /// The first round of `publish`, without a task, on the calling loop thread's loop publisher
+    /// or the current publisher; `done` gets nil once the broker confirmed them all, or the
+    /// round that failed. False, with nothing published, when neither takes publishes now.
+    private func firstRound(_ messages: [OutboundMessage], done: @escaping @Sendable (FailedRound?) -> Void) -> Bool {
         if let loop = PollLoop.current, let publisher = loopPublisher(on: loop),
            publish(messages, on: publisher, done: { failed in
                done(failed.isEmpty ? nil : FailedRound(publisher: nil, generation: 0, failed: failed, index: 0))
@@ -138,16 +151,16 @@ final class OutboundPublisher: Sendable {
         return true
     }
 
-    /// Carries on after the round `tryPublish` saw fail, as `publishUntilConfirmed` does after
-    /// its first: the same connection rules, backoff and log line, then the next rounds.
-    func republish(_ round: FailedRound, stop: @Sendable () -> Bool) async -> Bool {
+    /// Carries on after a failed first round, as the rounds of a task do after theirs: the same
+    /// connection rules, backoff and log line, then the next rounds.
+    private func republish(_ round: FailedRound, stop: @Sendable () -> Bool) async -> Bool {
         await dropIfRefusing(round)
         await pause(round: 1, pending: round.failed.count, failure: round.failed[0].error, stop: stop)
         return await publish(round.failed.map(\.message), fromRound: 1, stop: stop)
     }
 
     /// A round of publishes the broker did not all confirm: the ones it did not, with why.
-    struct FailedRound: Sendable {
+    private struct FailedRound: Sendable {
         /// The publisher of the round; nil for a loop publisher (it retires by itself).
         let publisher: ConfirmingPublisher?
         let generation: Int
@@ -190,7 +203,7 @@ final class OutboundPublisher: Sendable {
         }
     }
 
-    /// Counts a failed round of `publishUntilConfirmed`, logs it (the first and every tenth) and
+    /// Counts a failed round of `publish`, logs it (the first and every tenth) and
     /// waits out its backoff, or until `stop`. A function of its own, so that the common path's
     /// frame, which every job in flight holds, stays small.
     private func pause(round: Int, pending: Int, failure: any Error, stop: @Sendable () -> Bool) async {

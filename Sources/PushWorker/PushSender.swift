@@ -6,9 +6,9 @@ import PushCore
 /// pipeline logic can be unit-tested with an in-memory sender while integration tests use the
 /// real client against the emulator.
 public protocol PushSender: Sendable {
-    func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome
-    /// `send`, with the outcome given to `completion` (from any thread): a sender that can
-    /// holds no task while the request is in flight. `placed`: `pace` took the send's turn.
+    /// Sends one composed request for `app` and gives its outcome to `completion` (from any
+    /// thread, possibly at once on the calling one): a request in flight holds no task.
+    /// `placed`: `pace` took the send's turn.
     func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void)
     /// Takes the turn of the App ID's next send at its project's rate, before the send is
     /// composed or takes a send-window permit, and calls `go` once it may start (from any thread):
@@ -18,9 +18,11 @@ public protocol PushSender: Sendable {
 }
 
 extension PushSender {
-    /// `send` in a task of its own.
-    public func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
-        Task { completion(await send(body, app: app)) }
+    /// `start`, waited for in the caller's task (the one-off `push` command, tests).
+    public func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome {
+        await withCheckedContinuation { continuation in
+            start(body, app: app, placed: false) { continuation.resume(returning: $0) }
+        }
     }
 
     /// No rate of its own: `go(false)` at once.
@@ -59,13 +61,6 @@ public final class FCMPushSender: PushSender {
             if let limit = app.rateLimitPerMinute { limits[app.projectID] = min(limits[app.projectID] ?? limit, limit) }
         }
         client.rateLimiter.setLimits(limits)
-    }
-
-    public func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome {
-        guard let account = accounts[app.appID] else {
-            return .configurationFailed(ResultError(code: "CONFIGURATION_ERROR", message: "no credentials loaded for app \(app.appID)"))
-        }
-        return DeliveryOutcome(await client.send(projectID: app.projectID, messageBody: body, credentials: account))
     }
 
     public func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {

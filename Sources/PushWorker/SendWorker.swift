@@ -136,7 +136,7 @@ public final class SendWorker: Service {
             let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.queue,
                                                         prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing,
                                                         handler: { delivery, consumer in
-                self.take(delivery, from: consumer, processor: processor, outbound: outbound, tracker: tracker, log: log)
+                self.take(delivery, on: Lane(consumer: consumer, processor: processor, outbound: outbound, tracker: tracker, log: log))
             })
             log.info("consuming", ["queue": configuration.queue, "broker": configuration.settings.redactedURL,
                                    "prefetch": sizing.map { "\($0.initial) up to \($0.maxPrefetch), sized to \($0.budgetBytes) bytes" }
@@ -178,72 +178,62 @@ public final class SendWorker: Service {
         return streamError
     }
 
-    /// Takes one delivery on the consumer's thread: reads it, and once admitted starts it there.
-    /// A job holds no task while FCM answers, nor while the broker confirms, whatever its number
-    /// of targets; it goes on in a task only while the broker is blocked or a publish failed.
-    private func take(_ delivery: Delivery, from consumer: AMQPConsumer, processor: JobProcessor, outbound: OutboundPublisher,
-                      tracker: InFlightTracker, log: Logger) {
+    /// What a lane's jobs use of it: its consumer (whose thread is the lane's), its share of the
+    /// processor, its publisher and its deliveries in flight. `gaveUp` is the lane's one stop
+    /// state: the consumer connection is gone (or the shutdown deadline passed), so that a job
+    /// sends nothing more and leaves its delivery unacked.
+    private struct Lane: Sendable {
+        let consumer: AMQPConsumer
+        let processor: JobProcessor
+        let outbound: OutboundPublisher
+        let tracker: InFlightTracker
+        let log: Logger
+
+        var gaveUp: @Sendable () -> Bool { { [tracker] in tracker.isAbandoned } }
+    }
+
+    /// Takes one delivery on the consumer's thread (the lane's): reads it and, once admitted,
+    /// sends it, publishes its messages and acks it from callbacks on that thread (`LaneThread`:
+    /// a step given on another thread is handed back to it). A job holds no task while FCM
+    /// answers nor while the broker confirms, whatever its number of targets; a task only waits
+    /// out a blocked broker or repeats a failed publish.
+    private func take(_ delivery: Delivery, on lane: Lane) {
         counters.deliveries.add(1, ordering: .relaxed)
-        tracker.enter()
+        lane.tracker.enter()
+        let thread = LaneThread.current(hand: lane.consumer.execute)
         // A job waiting for the job admission is this callback, not a task: prefetched jobs of
         // many recipients cost their bytes while they wait.
-        let intake = processor.intake(body: delivery.body, headers: delivery.properties.headers)
-        processor.admit(intake) { job in
-            let stop: @Sendable () -> Bool = { tracker.isAbandoned }
-            if !outbound.isBlocked {
-                return processor.startSending(job, stop: stop) { sent in
-                    self.settleWithoutTask(delivery, job, processor.conclude(job, sent), consumer: consumer,
-                                           outbound: outbound, tracker: tracker, stop: stop, log: log)
-                }
+        let intake = lane.processor.intake(body: delivery.body, headers: delivery.properties.headers)
+        lane.processor.admit(intake) { job in
+            guard lane.outbound.isBlocked else {
+                // Admitted at once, or by a permit another job gave back (on a publisher's thread).
+                guard thread.isHere else { return thread.run { self.send(delivery, job, on: lane, thread: thread) } }
+                return self.send(delivery, job, on: lane, thread: thread)
             }
+            // New work waits out a broker alarm: its messages could not be confirmed anyway.
             self.counters.jobTasks.add(1, ordering: .relaxed)
             Task {
-                await self.handle(delivery, job, processor: processor, consumer: consumer, outbound: outbound, stop: stop, log: log)
-                tracker.leave()
+                await lane.outbound.waitWhileBlocked(stop: lane.gaveUp)
+                thread.run { self.send(delivery, job, on: lane, thread: thread) }
             }
         }
     }
 
-    /// Processes an admitted job in this task, then settles it.
-    private func handle(_ delivery: Delivery, _ job: AdmittedJob, processor: JobProcessor, consumer: AMQPConsumer, outbound: OutboundPublisher,
-                        stop: @escaping @Sendable () -> Bool, log: Logger) async {
-        // New work waits out a broker alarm: its messages could not be confirmed anyway.
-        await outbound.waitWhileBlocked(stop: stop)
-        // Sends nothing once the lane gave up.
-        let processed = await processor.process(job, stop: stop)
-        await settle(delivery, job, processed, consumer: consumer, outbound: outbound, stop: stop, log: log)
+    /// Sends an admitted job (nothing once the lane gave up), then settles it, on the lane's thread.
+    private func send(_ delivery: Delivery, _ job: AdmittedJob, on lane: Lane, thread: LaneThread) {
+        lane.processor.startSending(job, on: thread, stop: lane.gaveUp) { sent in
+            self.settle(delivery, job, lane.processor.conclude(job, sent), on: lane)
+        }
     }
 
     /// Publishes a processed job's messages until confirmed, then acks its delivery; gives the
     /// job's admission back either way.
-    private func settle(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, consumer: AMQPConsumer,
-                        outbound: OutboundPublisher, stop: @escaping @Sendable () -> Bool, log: Logger) async {
-        let jobLog = Self.jobLog(processed, log)
-        guard readyToPublish(delivery, job, processed, stop: stop, jobLog: jobLog) else { return }
-        let confirmed = await outbound.publishUntilConfirmed(processed.messages, stop: stop)
-        published(confirmed, delivery, job, processed, consumer: consumer, jobLog: jobLog, log: log)
-    }
-
-    /// `settle` called back with a job's answers (on the lane's thread): the messages go
-    /// to the current publisher at once and the delivery is acked from its confirms, with no
-    /// task; one takes over only when there is no publisher to use now or a publish failed.
-    private func settleWithoutTask(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, consumer: AMQPConsumer,
-                                   outbound: OutboundPublisher, tracker: InFlightTracker,
-                                   stop: @escaping @Sendable () -> Bool, log: Logger) {
-        let jobLog = Self.jobLog(processed, log)
-        guard readyToPublish(delivery, job, processed, stop: stop, jobLog: jobLog) else { return tracker.leave() }
-        let finish: @Sendable (Bool) -> Void = { confirmed in
-            self.published(confirmed, delivery, job, processed, consumer: consumer, jobLog: jobLog, log: log)
-            tracker.leave()
-        }
-        let started = outbound.tryPublish(processed.messages) { failedRound in
-            guard let failedRound else { return finish(true) }
-            self.counters.jobTasks.add(1, ordering: .relaxed)
-            Task { finish(await outbound.republish(failedRound, stop: stop)) }
-        }
-        if !started {
-            counters.jobTasks.add(1, ordering: .relaxed)
-            Task { finish(await outbound.publishUntilConfirmed(processed.messages, stop: stop)) }
+    private func settle(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane) {
+        let jobLog = Self.jobLog(processed, lane.log)
+        guard readyToPublish(delivery, job, processed, on: lane, jobLog: jobLog) else { return lane.tracker.leave() }
+        lane.outbound.publish(processed.messages, stop: lane.gaveUp) { confirmed in
+            self.published(confirmed, delivery, job, processed, on: lane, jobLog: jobLog)
+            lane.tracker.leave()
         }
     }
 
@@ -255,12 +245,12 @@ public final class SendWorker: Service {
 
     /// Before a job's messages are published: false, with its admission given back, when the lane
     /// gave up (the delivery stays unacked and comes back).
-    private func readyToPublish(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob,
-                                stop: @Sendable () -> Bool, jobLog: Logger) -> Bool {
+    private func readyToPublish(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane,
+                                jobLog: Logger) -> Bool {
         if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
-        if stop() {
+        if lane.tracker.isAbandoned {
             jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
-            processor.release(job)
+            lane.processor.release(job)
             return false
         }
         // From here on the sends happened: never requeue, publish until confirmed (or give up
@@ -273,10 +263,10 @@ public final class SendWorker: Service {
     /// logs it. Gives the job's admission back either way: it held it until settled, so that
     /// while the broker is slow to confirm the jobs behind wait unsent instead of piling up
     /// their results here.
-    private func published(_ confirmed: Bool, _ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob,
-                           consumer: AMQPConsumer, jobLog: Logger, log: Logger) {
+    private func published(_ confirmed: Bool, _ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane,
+                           jobLog: Logger) {
         counters.awaitingConfirm.subtract(1, ordering: .relaxed)
-        defer { processor.release(job) }
+        defer { lane.processor.release(job) }
         guard confirmed else {
             jobLog.debug("lane gave up before the broker confirmed; the delivery stays unacked and comes back")
             return
@@ -284,9 +274,9 @@ public final class SendWorker: Service {
         let messages = processed.messages
         counters.count(messages)
         metrics.count(messages, appID: processed.record.appLabel)
-        consumer.complete(delivery.deliveryTag)
+        lane.consumer.complete(delivery.deliveryTag)
         counters.acked.add(1, ordering: .relaxed)
         jobLog.debug("published, confirmed and acked", ["messages": "\(messages.count)", "delivery_tag": "\(delivery.deliveryTag)"])
-        JobLogLines.settled(messages, record: processed.record, log: log)
+        JobLogLines.settled(messages, record: processed.record, log: lane.log)
     }
 }

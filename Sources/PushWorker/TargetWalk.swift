@@ -120,9 +120,10 @@ struct TargetWalkState: Sendable {
 }
 
 /// One job's walk through its targets (`TargetWalkState`), with the sender, the send window and
-/// the job's `sent` callback: the one way a job is sent, whatever its number of targets and
-/// whichever thread gives its turns and answers (on a lane, its consumer thread). It holds no
-/// task: a job waiting for a turn or an answer is this object and its state.
+/// the job's `sent` callback: the one way a job is sent, whatever its number of targets. Every
+/// step runs on the job's thread (`Context.lane`; on a lane, its consumer thread): a turn or an
+/// answer given on another thread is handed back to it first. It holds no task: a job waiting
+/// for a turn or an answer is this object and its state.
 final class TargetWalk: Sendable {
     /// What the walk needs of the processor, fixed for the job.
     struct Context: Sendable {
@@ -131,6 +132,8 @@ final class TargetWalk: Sendable {
         let window: PermitPool?
         let unsentGauge: HighWaterGauge?
         let urgent: Bool
+        /// The job's thread: turns and answers given elsewhere are handed back to it.
+        let lane: LaneThread
         /// True when the lane gave up on the delivery: nothing more is sent.
         let stop: @Sendable () -> Bool
         /// True when the fleet cancelled the job since it was read.
@@ -141,8 +144,8 @@ final class TargetWalk: Sendable {
     private let sent: @Sendable (TargetSends?) -> Void
     private let state: Mutex<TargetWalkState>
 
-    /// Starts sending `context.ready`'s targets; `sent` gets what they gave once the last send
-    /// answered (from the thread of that answer), or nil when `stop` said so before the first
+    /// Starts sending `context.ready`'s targets (called on the job's thread); `sent` gets what they
+    /// gave once the last send answered (on the job's thread), or nil when `stop` said so before the first
     /// send (nothing was sent).
     static func start(_ context: Context, sent: @escaping @Sendable (TargetSends?) -> Void) {
         if context.stop() { return sent(nil) }
@@ -185,6 +188,7 @@ final class TargetWalk: Sendable {
     }
 
     private func turnGiven(_ index: Int, placed: Bool) {
+        guard context.lane.isHere else { return context.lane.run { self.turnGiven(index, placed: placed) } }
         if state.withLock({ $0.turnGiven(index, placed: placed) }) { run() }
     }
 
@@ -230,6 +234,7 @@ final class TargetWalk: Sendable {
     }
 
     private func answered(_ outcome: DeliveryOutcome, at index: Int) {
+        guard context.lane.isHere else { return context.lane.run { self.answered(outcome, at: index) } }
         if state.withLock({ $0.answered(outcome, at: index) }) { sent(state.withLock { $0.sends }) }
     }
 }

@@ -69,6 +69,35 @@ struct ConsumerHandlerTests {
         #expect(handoffs >= 20, "each delivery crosses from the connection thread to the reading task: \(handoffs)")
     }
 
+    /// `execute` brings work back to the connection thread (where the handler runs, with its
+    /// `PollLoop` current), in order with the settlements around it; once the consumer is
+    /// closed the work runs at once on the caller's thread instead of being dropped.
+    @Test func executedWorkRunsOnTheConnectionThreadInOrderAndAtOnceAfterClose() async throws {
+        let (broker, settings, queue, client) = try await queueHolding(3, name: "execute")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        defer { client.close() }
+        let seen = Seen()
+        let ran = Mutex<[(step: Int, thread: UInt, onLoop: Bool)]>([])
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 50, handler: { delivery, _ in
+            seen.add(delivery)
+        })
+        try await waitUntil("3 deliveries to the handler", seconds: 15) { seen.bodies.count >= 3 }
+        for step in 0..<50 {
+            consumer.execute { ran.withLock { $0.append((step, UInt(pthread_self()), PollLoop.current != nil)) } }
+        }
+        try await waitUntil("every executed step ran", seconds: 15) { ran.withLock { $0.count } >= 50 }
+        let executed = ran.withLock { $0 }
+        #expect(executed.map(\.step) == Array(0..<50), "in submission order")
+        #expect(Set(executed.map(\.thread)) == seen.threads, "on the connection thread, the handler's")
+        let allOnLoop = executed.allSatisfy { $0.onLoop }
+        #expect(allOnLoop, "with the thread's poll loop current")
+
+        await consumer.close()
+        let after = Mutex<UInt?>(nil)
+        consumer.execute { after.withLock { $0 = UInt(pthread_self()) } }
+        #expect(after.withLock { $0 } == UInt(pthread_self()), "after close: at once, on the calling thread")
+    }
+
     /// A new queue of the shared broker holding `count` messages `m0`, `m1`, …, with the client that published them.
     private func queueHolding(_ count: Int, name: String) async throws -> (TestBroker, AMQPSettings, String, AMQPChannelClient) {
         let broker = try await TestBroker.shared()

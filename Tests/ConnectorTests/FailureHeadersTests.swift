@@ -104,8 +104,8 @@ import Testing
     static let app = AppConfiguration(appID: "shop-android", projectID: "shop-prod", credentialsFile: "/dev/null")
 
     private struct Denied: PushSender {
-        func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome {
-            .configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "denied"), .permissionDenied)
+        func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+            completion(.configurationFailed(ResultError(code: "PERMISSION_DENIED", httpStatus: 403, message: "denied"), .permissionDenied))
         }
     }
 

@@ -8,7 +8,9 @@ import Testing
 /// A sender that answers every send with one fixed outcome (pure planning: no network).
 private struct FixedOutcomeSender: PushSender {
     let outcome: DeliveryOutcome
-    func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome { outcome }
+    func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+        completion(outcome)
+    }
 }
 
 /// Which retry tier queue a transient failure goes to, through `JobProcessor`: tiers
@@ -89,9 +91,9 @@ private struct FixedOutcomeSender: PushSender {
 
     @Test func onlyTheFailedRecipientsTravelInTheRetryCopy() async throws {
         struct PerToken: PushSender {
-            func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome {
-                String(decoding: body, as: UTF8.self).contains("dev-slow")
-                    ? RetryTierPlanningTests.unavailable(retryAfter: 20) : .sent(messageName: "projects/shop-prod/messages/1")
+            func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+                completion(String(decoding: body, as: UTF8.self).contains("dev-slow")
+                    ? RetryTierPlanningTests.unavailable(retryAfter: 20) : .sent(messageName: "projects/shop-prod/messages/1"))
             }
         }
         let processor = processor(answering: .sent(messageName: "unused"))

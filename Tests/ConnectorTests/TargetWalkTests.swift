@@ -77,7 +77,6 @@ import Testing
     /// when each turn was asked.
     final class AnsweringAtOnce: PushSender {
         let depths = Mutex<[Int]>([])
-        func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome { .sent(messageName: "m") }
         func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
             completion(.sent(messageName: "m"))
         }
@@ -91,7 +90,6 @@ import Testing
     /// Keeps every send's completion until the test answers it.
     final class AnsweringLater: PushSender {
         let held = Mutex<[(index: Int, completion: @Sendable (DeliveryOutcome) -> Void)]>([])
-        func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome { .sent(messageName: "m") }
         func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
             held.withLock { $0.append((String(decoding: body, as: UTF8.self).contains("dev-0") ? 0 : $0.count, completion)) }
         }
@@ -120,7 +118,7 @@ import Testing
     func context(_ ready: ReadyJob, _ sender: any PushSender, window: PermitPool? = nil,
                  stop: @escaping @Sendable () -> Bool = { false },
                  cancelled: @escaping @Sendable () -> Bool = { false }) -> TargetWalk.Context {
-        TargetWalk.Context(ready: ready, sender: sender, window: window, unsentGauge: nil, urgent: false,
+        TargetWalk.Context(ready: ready, sender: sender, window: window, unsentGauge: nil, urgent: false, lane: .anywhere,
                            stop: stop, cancelled: cancelled)
     }
 

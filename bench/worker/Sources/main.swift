@@ -15,7 +15,9 @@ import ServiceRuntime
 
 /// Dispatch replaced by an instant success: what the broker side alone costs.
 struct InstantSender: PushSender {
-    func send(_ body: [UInt8], app: AppConfiguration) async -> DeliveryOutcome { .sent(messageName: "projects/bench/messages/0") }
+    func start(_ body: [UInt8], app: AppConfiguration, placed: Bool, completion: @escaping @Sendable (DeliveryOutcome) -> Void) {
+        completion(.sent(messageName: "projects/bench/messages/0"))
+    }
 }
 
 func option(_ name: String, _ fallback: String? = nil) -> String {
