@@ -7,6 +7,8 @@
 #        Starts a node, waits until it accepts AMQP logins, prints shell-style lines:
 #        PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:PORT/  PUSH_TEST_BROKER_NODE=...
 #        PUSH_TEST_BROKER_DIR=...   With --owner-pid, a watchdog stops the node when PID exits.
+#        The node also listens for AMQP over TLS (a throwaway CA and certificate for 127.0.0.1 in
+#        DIR/tls, scripts/make-dev-cert.sh): PUSH_TEST_AMQPS_URL=amqps://…?cacertfile=DIR/tls/ca.pem
 #   scripts/test-broker.sh stop [--dir DIR]      Stops the node and removes its folder.
 #   scripts/test-broker.sh restart [--dir DIR]   Stops the whole node (the Erlang VM) and starts it
 #        again with the same name, ports and data (a node restart, not only stop_app/start_app).
@@ -174,19 +176,28 @@ start)
         ln -sfn "$root$dir" "$dir"
     fi
     mkdir -p "$dir"
-    port=$(free_port); dist=$(free_port)
+    port=$(free_port); dist=$(free_port); tls_port=$(free_port)
     node="pctest-$$-$port@localhost"
     PUSH_TEST_BROKER_NODE=$node
     mkdir -p "$dir/mnesia" "$dir/log"
     echo '[].' > "$dir/enabled_plugins"
+    "$(dirname "$self")/make-dev-cert.sh" "$dir/tls" >/dev/null
+    chmod 755 "$dir/tls"
     cat > "$dir/rabbitmq.conf" <<CONF
 listeners.tcp.1 = 127.0.0.1:$port
+listeners.ssl.1 = 127.0.0.1:$tls_port
+ssl_options.cacertfile = $dir/tls/ca.pem
+ssl_options.certfile = $dir/tls/server-cert.pem
+ssl_options.keyfile = $dir/tls/server-key.pem
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
 loopback_users.guest = true
 log.console = false
 log.file.level = warning
 CONF
     cat > "$dir/env" <<ENV
 PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:$port/
+PUSH_TEST_AMQPS_URL=amqps://guest:guest@localhost:$tls_port/?cacertfile=$dir/tls/ca.pem
 PUSH_TEST_BROKER_NODE=$node
 PUSH_TEST_BROKER_DIR=$dir
 PUSH_TEST_BROKER_LINE=$line

@@ -140,6 +140,11 @@ public final class AMQPConsumer: Sendable {
         if !commands.submit(.run(work)) { work() }
     }
 
+    /// True once the consumer ended (closed, or its connection lost): no settlement lands any more,
+    /// and the broker requeues every delivery it held. Work handed to `execute` after this runs on
+    /// the caller's thread.
+    public var hasEnded: Bool { commands.isClosed }
+
     /// Executes the settlements submitted before this call, closes the connection and waits for
     /// the connection thread to end. Safe to call more than once or after a connection loss.
     public func close() async {

@@ -25,6 +25,9 @@ public final class TestBroker: Sendable {
     public let url: String
     /// Erlang node name for `rabbitmqctl -n`, nil when unknown (external broker without it).
     public let node: String?
+    /// The AMQP-over-TLS URL of "/" (its `cacertfile` the node's throwaway CA); nil for a broker
+    /// started elsewhere without `PUSH_TEST_AMQPS_URL`.
+    public let tlsURL: String?
 
     /// The folder of a node this process started with `dedicated()` (nil for the shared one).
     let directory: String?
@@ -40,8 +43,9 @@ public final class TestBroker: Sendable {
     private let counter = Atomic<Int>(0)
 
     init(url: String, node: String?, directory: String? = nil, clusterNodes: [String] = [], clusterDirectory: String? = nil,
-         rabbitmqctl: String? = nil) {
+         rabbitmqctl: String? = nil, tlsURL: String? = nil) {
         self.url = url
+        self.tlsURL = tlsURL
         rabbitmqctlPath = rabbitmqctl ?? "/usr/sbin/rabbitmqctl"
         self.node = node
         self.directory = directory
@@ -55,7 +59,8 @@ public final class TestBroker: Sendable {
         let dir = "/tmp/pc-test-broker-\(getpid())-\(UUID().uuidString.prefix(8))"
         let values = try await runScript(["start", "--dir", dir, "--owner-pid", "\(getpid())"])
         guard let url = values["PUSH_TEST_AMQP_URL"] else { throw TestBrokerError("no URL from the test broker script") }
-        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], directory: dir, rabbitmqctl: values["PUSH_TEST_RABBITMQCTL"])
+        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], directory: dir, rabbitmqctl: values["PUSH_TEST_RABBITMQCTL"],
+                          tlsURL: values["PUSH_TEST_AMQPS_URL"])
     }
 
     /// Stops the whole node of `dedicated()` (its Erlang VM) and starts it again with the same
@@ -86,6 +91,19 @@ public final class TestBroker: Sendable {
     public func settings(vhost: String = "/", heartbeatSeconds: Int = 30,
                          connectionName: String = "push-connector-test") throws -> AMQPSettings {
         var settings = try AMQPSettings(url: url)
+        settings.vhost = vhost
+        settings.heartbeatSeconds = heartbeatSeconds
+        settings.connectionName = connectionName
+        return settings
+    }
+
+    /// `settings`, over TLS (the node's TLS listener, its CA trusted, the peer and host name
+    /// verified). Throws when the broker has none: a broker given by `PUSH_TEST_AMQP_URL` needs
+    /// `PUSH_TEST_AMQPS_URL` too for the tests that need it.
+    public func tlsSettings(vhost: String = "/", heartbeatSeconds: Int = 30,
+                            connectionName: String = "push-connector-test") throws -> AMQPSettings {
+        guard let tlsURL else { throw TestBrokerError("the test broker has no TLS listener: set PUSH_TEST_AMQPS_URL with PUSH_TEST_AMQP_URL") }
+        var settings = try AMQPSettings(url: tlsURL)
         settings.vhost = vhost
         settings.heartbeatSeconds = heartbeatSeconds
         settings.connectionName = connectionName
@@ -158,11 +176,13 @@ public final class TestBroker: Sendable {
     private static func startOrAttach() async throws -> TestBroker {
         let environment = ProcessInfo.processInfo.environment
         if let url = environment["PUSH_TEST_AMQP_URL"], !url.isEmpty {
-            return TestBroker(url: url, node: environment["PUSH_TEST_BROKER_NODE"], rabbitmqctl: environment["PUSH_TEST_RABBITMQCTL"])
+            return TestBroker(url: url, node: environment["PUSH_TEST_BROKER_NODE"], rabbitmqctl: environment["PUSH_TEST_RABBITMQCTL"],
+                              tlsURL: environment["PUSH_TEST_AMQPS_URL"].flatMap { $0.isEmpty ? nil : $0 })
         }
         let values = try await runScript(["start", "--dir", "/tmp/pc-test-broker-\(getpid())", "--owner-pid", "\(getpid())"])
         guard let url = values["PUSH_TEST_AMQP_URL"] else { throw TestBrokerError("no URL from the test broker script") }
-        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], rabbitmqctl: values["PUSH_TEST_RABBITMQCTL"])
+        return TestBroker(url: url, node: values["PUSH_TEST_BROKER_NODE"], rabbitmqctl: values["PUSH_TEST_RABBITMQCTL"],
+                          tlsURL: values["PUSH_TEST_AMQPS_URL"])
     }
 
     /// Runs scripts/test-broker.sh (or another script of scripts/) off the cooperative pool; its

@@ -179,9 +179,7 @@ public final class SendWorker: Service {
     }
 
     /// What a lane's jobs use of it: its consumer (whose thread is the lane's), its share of the
-    /// processor, its publisher and its deliveries in flight. `gaveUp` is the lane's one stop
-    /// state: the consumer connection is gone (or the shutdown deadline passed), so that a job
-    /// sends nothing more and leaves its delivery unacked.
+    /// processor, its publisher and its deliveries in flight.
     private struct Lane: Sendable {
         let consumer: AMQPConsumer
         let processor: JobProcessor
@@ -189,7 +187,12 @@ public final class SendWorker: Service {
         let tracker: InFlightTracker
         let log: Logger
 
-        var gaveUp: @Sendable () -> Bool { { [tracker] in tracker.isAbandoned } }
+        /// The lane's one stop state: its consumer ended (the connection is gone: no ack can land
+        /// and the broker requeues the delivery), or the lane abandoned what is in flight (the
+        /// shutdown deadline passed). A job then sends nothing more and leaves its delivery
+        /// unacked. The consumer's own end is read first: it is known on the consumer's thread
+        /// before the lane's task hears of the loss and abandons.
+        var gaveUp: @Sendable () -> Bool { { [consumer, tracker] in consumer.hasEnded || tracker.isAbandoned } }
     }
 
     /// Takes one delivery on the consumer's thread (the lane's): reads it and, once admitted,
@@ -248,7 +251,7 @@ public final class SendWorker: Service {
     private func readyToPublish(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane,
                                 jobLog: Logger) -> Bool {
         if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
-        if lane.tracker.isAbandoned {
+        if lane.gaveUp() {
             jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
             lane.processor.release(job)
             return false

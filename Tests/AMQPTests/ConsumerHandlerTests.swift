@@ -71,7 +71,7 @@ struct ConsumerHandlerTests {
 
     /// `execute` brings work back to the connection thread (where the handler runs, with its
     /// `PollLoop` current), in order with the settlements around it; once the consumer is
-    /// closed the work runs at once on the caller's thread instead of being dropped.
+    /// closed (`hasEnded`) the work runs at once on the caller's thread instead of being dropped.
     @Test func executedWorkRunsOnTheConnectionThreadInOrderAndAtOnceAfterClose() async throws {
         let (broker, settings, queue, client) = try await queueHolding(3, name: "execute")
         defer { try? broker.delete(queues: [queue], settings: settings) }
@@ -91,8 +91,10 @@ struct ConsumerHandlerTests {
         #expect(Set(executed.map(\.thread)) == seen.threads, "on the connection thread, the handler's")
         let allOnLoop = executed.allSatisfy { $0.onLoop }
         #expect(allOnLoop, "with the thread's poll loop current")
+        #expect(!consumer.hasEnded)
 
         await consumer.close()
+        #expect(consumer.hasEnded, "closed: no settlement lands any more")
         let after = Mutex<UInt?>(nil)
         consumer.execute { after.withLock { $0 = UInt(pthread_self()) } }
         #expect(after.withLock { $0 } == UInt(pthread_self()), "after close: at once, on the calling thread")

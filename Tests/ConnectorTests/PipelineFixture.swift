@@ -101,7 +101,8 @@ final class PipelineFixture: Sendable {
     /// A worker wired like `push-connector worker`, not yet running.
     /// `fcmPath` is appended to the emulator's URL (a wrong path simulates a misconfigured `--fcm-url`).
     /// `admission` overrides the job admission (`worker`: twice `--max-in-flight` recipients).
-    func makeWorker(maxAttempts: Int = 3, prefetch: UInt16 = 50, lanes: Int = 1,
+    /// `overTLS`: the worker reaches the broker through its TLS listener (amqps://).
+    func makeWorker(maxAttempts: Int = 3, prefetch: UInt16 = 50, lanes: Int = 1, overTLS: Bool = false,
                     shutdownDeadline: Duration = .seconds(10), fcmPath: String = "", admission: Int? = nil,
                     configureFCM: (inout FCMClient.Configuration) -> Void = { _ in }) throws -> SendWorker {
         var fcm = FCMClient.Configuration()
@@ -113,7 +114,8 @@ final class PipelineFixture: Sendable {
         let client = FCMClient(configuration: fcm)
         let sender = try FCMPushSender(client: client, registry: registry)
         let policy = RetryPolicy(maxAttempts: maxAttempts, baseDelay: .seconds(1), maxDelay: .seconds(1))
-        var configuration = SendWorker.Configuration(settings: settings, topology: topology)
+        let brokerSettings = overTLS ? try broker.tlsSettings(connectionName: PipelineFixture.tlsConnectionName) : settings
+        var configuration = SendWorker.Configuration(settings: brokerSettings, topology: topology)
         configuration.prefetch = prefetch
         configuration.lanes = lanes
         configuration.shutdownDeadline = shutdownDeadline
@@ -126,6 +128,9 @@ final class PipelineFixture: Sendable {
         metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
         return worker
     }
+
+    /// The connection name of a worker made `overTLS`.
+    static let tlsConnectionName = "push-connector-tls-test"
 
     /// Runs a worker in the background until the returned signal is triggered.
     func startWorker(_ worker: SendWorker) -> (ShutdownSignal, Task<Void, Never>) {
