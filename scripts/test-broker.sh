@@ -7,8 +7,9 @@
 #        Starts a node, waits until it accepts AMQP logins, prints shell-style lines:
 #        PUSH_TEST_AMQP_URL=amqp://guest:guest@127.0.0.1:PORT/  PUSH_TEST_BROKER_NODE=...
 #        PUSH_TEST_BROKER_DIR=...   With --owner-pid, a watchdog stops the node when PID exits.
-#        The node also listens for AMQP over TLS (a throwaway CA and certificate for 127.0.0.1 in
-#        DIR/tls, scripts/make-dev-cert.sh): PUSH_TEST_AMQPS_URL=amqps://…?cacertfile=DIR/tls/ca.pem
+#        The node also listens for AMQP over TLS (a throwaway CA and certificate in DIR/tls,
+#        scripts/make-dev-cert.sh): PUSH_TEST_AMQPS_URL=amqps://guest:guest@localhost:PORT/?cacertfile=DIR/tls/ca.pem
+#        (named localhost: librabbitmq's host-name check does not match IP addresses).
 #   scripts/test-broker.sh stop [--dir DIR]      Stops the node and removes its folder.
 #   scripts/test-broker.sh restart [--dir DIR]   Stops the whole node (the Erlang VM) and starts it
 #        again with the same name, ports and data (a node restart, not only stop_app/start_app).
@@ -181,7 +182,8 @@ start)
     PUSH_TEST_BROKER_NODE=$node
     mkdir -p "$dir/mnesia" "$dir/log"
     echo '[].' > "$dir/enabled_plugins"
-    "$(dirname "$self")/make-dev-cert.sh" "$dir/tls" >/dev/null
+    env -u DEV_CERT_SAN -u DEV_CERT_DNS "$(dirname "$self")/make-dev-cert.sh" "$dir/tls" >/dev/null \
+        || { echo "test-broker: cannot make the TLS listener's certificate in $dir/tls (is openssl installed?)" >&2; exit 1; }
     chmod 755 "$dir/tls"
     cat > "$dir/rabbitmq.conf" <<CONF
 listeners.tcp.1 = 127.0.0.1:$port

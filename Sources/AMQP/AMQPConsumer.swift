@@ -1,4 +1,5 @@
 import CRabbitMQ
+import Glibc
 import OSThread
 import FoundationEssentials
 import Synchronization
@@ -58,6 +59,10 @@ public final class AMQPConsumer: Sendable {
     private let features = Mutex(BrokerFeatures.baseline)
     private let currentPrefetch: Atomic<UInt16>
     private let commands: CommandQueue<Command>
+    /// The connection thread (`pthread_self`), set before its first delivery.
+    private let thread = Atomic<UInt>(0)
+    /// Set as the connection thread stops consuming, before its leftover commands run.
+    private let ended = Atomic<Bool>(false)
     private let continuation: AsyncThrowingStream<Delivery, any Error>.Continuation
     /// Called with each delivery on the connection thread instead of `deliveries` (nil: the stream).
     private let handler: (@Sendable (Delivery, AMQPConsumer) -> Void)?
@@ -145,6 +150,12 @@ public final class AMQPConsumer: Sendable {
     /// the caller's thread.
     public var hasEnded: Bool { commands.isClosed }
 
+    /// True on the connection thread while the consumer runs (false once it ended: a step given
+    /// on that thread while it winds down is the caller's, as on any other thread).
+    public var isCurrentThread: Bool {
+        !ended.load(ordering: .relaxed) && thread.load(ordering: .relaxed) == UInt(pthread_self())
+    }
+
     /// Executes the settlements submitted before this call, closes the connection and waits for
     /// the connection thread to end. Safe to call more than once or after a connection loss.
     public func close() async {
@@ -188,6 +199,7 @@ public final class AMQPConsumer: Sendable {
         // The thread's poll set: a handler's work may attach sources to it (a lane's HTTP/2
         // connections, `PollLoop`), polled together with this connection.
         let loop = PollLoop()
+        thread.store(UInt(pthread_self()), ordering: .relaxed)
         defer { loop.end(within: Self.sourcesGrace) }
 
         let pollMillis = loopPollMillis(settings)
@@ -281,6 +293,7 @@ public final class AMQPConsumer: Sendable {
         }
         // Settlements after a close or a loss are no-ops (the broker requeues); work still runs,
         // here, with the loop still current; closers resume.
+        ended.store(true, ordering: .relaxed)
         for leftover in unprocessed + commands.close() {
             switch leftover {
             case .close(let done): closers.append(done)

@@ -196,14 +196,16 @@ public final class SendWorker: Service {
     }
 
     /// Takes one delivery on the consumer's thread (the lane's): reads it and, once admitted,
-    /// sends it, publishes its messages and acks it from callbacks on that thread (`LaneThread`:
-    /// a step given on another thread is handed back to it). A job holds no task while FCM
-    /// answers nor while the broker confirms, whatever its number of targets; a task only waits
-    /// out a blocked broker or repeats a failed publish.
+    /// sends it and publishes its messages from callbacks on that thread (`LaneThread`: a step
+    /// given on another thread is handed back to it); the ack is written by that thread too
+    /// (`complete`), from wherever the broker's confirm came (the lane's loop publisher; the
+    /// publisher thread over TLS or after a failed round). A job holds no task while FCM answers
+    /// nor while the broker confirms, whatever its number of targets; a task only waits out a
+    /// blocked broker or repeats a failed publish.
     private func take(_ delivery: Delivery, on lane: Lane) {
         counters.deliveries.add(1, ordering: .relaxed)
         lane.tracker.enter()
-        let thread = LaneThread.current(hand: lane.consumer.execute)
+        let thread = LaneThread.of(lane.consumer)
         // A job waiting for the job admission is this callback, not a task: prefetched jobs of
         // many recipients cost their bytes while they wait.
         let intake = lane.processor.intake(body: delivery.body, headers: delivery.properties.headers)

@@ -145,7 +145,8 @@ final class TargetWalk: Sendable {
     private let state: Mutex<TargetWalkState>
 
     /// Starts sending `context.ready`'s targets (called on the job's thread); `sent` gets what they
-    /// gave once the last send answered (on the job's thread), or nil when `stop` said so before the first
+    /// gave once the last send answered (on the job's thread while its lane consumes; where the
+    /// last answer came once the lane's consumer ended), or nil when `stop` said so before the first
     /// send (nothing was sent).
     static func start(_ context: Context, sent: @escaping @Sendable (TargetSends?) -> Void) {
         if context.stop() { return sent(nil) }
@@ -187,8 +188,14 @@ final class TargetWalk: Sendable {
         }
     }
 
+    /// A turn given, on the job's thread: handed over first when given elsewhere (the handed step
+    /// does not ask again, see `LaneThread`).
     private func turnGiven(_ index: Int, placed: Bool) {
-        guard context.lane.isHere else { return context.lane.run { self.turnGiven(index, placed: placed) } }
+        guard context.lane.isHere else { return context.lane.run { self.takeTurn(index, placed: placed) } }
+        takeTurn(index, placed: placed)
+    }
+
+    private func takeTurn(_ index: Int, placed: Bool) {
         if state.withLock({ $0.turnGiven(index, placed: placed) }) { run() }
     }
 
@@ -233,8 +240,13 @@ final class TargetWalk: Sendable {
         state.withLock { $0.composed(outcome, started: false) }
     }
 
+    /// A send's answer, on the job's thread: handed over first when it came elsewhere.
     private func answered(_ outcome: DeliveryOutcome, at index: Int) {
-        guard context.lane.isHere else { return context.lane.run { self.answered(outcome, at: index) } }
+        guard context.lane.isHere else { return context.lane.run { self.record(outcome, at: index) } }
+        record(outcome, at: index)
+    }
+
+    private func record(_ outcome: DeliveryOutcome, at index: Int) {
         if state.withLock({ $0.answered(outcome, at: index) }) { sent(state.withLock { $0.sends }) }
     }
 }

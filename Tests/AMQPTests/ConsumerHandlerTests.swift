@@ -78,10 +78,14 @@ struct ConsumerHandlerTests {
         defer { client.close() }
         let seen = Seen()
         let ran = Mutex<[(step: Int, thread: UInt, onLoop: Bool)]>([])
-        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 50, handler: { delivery, _ in
+        let onItsThread = Mutex<[Bool]>([])
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 50, handler: { delivery, consumer in
             seen.add(delivery)
+            onItsThread.withLock { $0.append(consumer.isCurrentThread) }
         })
         try await waitUntil("3 deliveries to the handler", seconds: 15) { seen.bodies.count >= 3 }
+        #expect(onItsThread.withLock { $0 } == [true, true, true], "the handler runs on the consumer's thread")
+        #expect(!consumer.isCurrentThread, "the test's thread is not")
         for step in 0..<50 {
             consumer.execute { ran.withLock { $0.append((step, UInt(pthread_self()), PollLoop.current != nil)) } }
         }
@@ -95,6 +99,7 @@ struct ConsumerHandlerTests {
 
         await consumer.close()
         #expect(consumer.hasEnded, "closed: no settlement lands any more")
+        #expect(!consumer.isCurrentThread)
         let after = Mutex<UInt?>(nil)
         consumer.execute { after.withLock { $0 = UInt(pthread_self()) } }
         #expect(after.withLock { $0 } == UInt(pthread_self()), "after close: at once, on the calling thread")

@@ -1,53 +1,49 @@
+import AMQP
+import BrokerHarness
 import Foundation
 import OSThread
 import Synchronization
 import Testing
 @testable import PushWorker
 
-/// `LaneThread`: a job's step runs at once on its lane's thread and is handed to it from any
-/// other thread; `anywhere` runs every step where it is called.
+/// `LaneThread.of(consumer)` against a real consumer: a step given on another thread runs on the
+/// consumer's thread, a step on that thread runs at once, and once the consumer ended every step
+/// runs where it is given; `anywhere` runs every step where it is called.
 @Suite(.timeLimit(.minutes(1))) struct LaneThreadTests {
-    /// A thread with a `PollLoop`, as a lane's consumer thread has, that runs what it is handed.
-    final class LoopHost: Sendable {
-        private let work = Mutex<[@Sendable () -> Void]>([])
-        private let made = Mutex<LaneThread?>(nil)
-        let handed = Atomic<Int>(0)
-        private let stopping = Atomic<Bool>(false)
+    @Test func aStepGivenElsewhereRunsOnTheConsumerThreadAndAtOnceThereAndAfterTheEnd() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("lane-thread")
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        _ = try client.declareQueue(queue)
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try client.publishConfirmed(exchange: "", routingKey: queue, body: Data("m".utf8))
 
-        init() {
-            OSThread.start(name: "lane-test") { [self] in
-                let loop = PollLoop()
-                made.withLock { $0 = LaneThread.current(hand: { step in self.handed.add(1, ordering: .relaxed); self.work.withLock { $0.append(step) } }) }
-                while !stopping.load(ordering: .relaxed) {
-                    for step in work.withLock({ w -> [@Sendable () -> Void] in defer { w = [] }; return w }) { step() }
-                    usleep(1000)
-                }
-                loop.end(within: 0)
-            }
-        }
-
-        var lane: LaneThread? { made.withLock { $0 } }
-        func stop() { stopping.store(true, ordering: .relaxed) }
-    }
-
-    @Test func aStepGivenOnAnotherThreadIsHandedToTheLaneAndRunsThere() async throws {
-        let host = LoopHost()
-        defer { host.stop() }
-        try await eventually("the lane thread started") { host.lane != nil }
-        let lane = try #require(host.lane)
+        let handlerThread = Mutex<(thread: UInt, here: Bool)?>(nil)
+        let consumer = try await AMQPConsumer.start(settings: settings, queue: queue, prefetch: 10, handler: { _, consumer in
+            handlerThread.withLock { $0 = (UInt(pthread_self()), LaneThread.of(consumer).isHere) }
+        })
+        try await eventually("the delivery reached the handler") { handlerThread.withLock { $0 } != nil }
+        let lane = LaneThread.of(consumer)
+        #expect(handlerThread.withLock { $0 }?.here == true, "the handler runs on the lane's thread")
         #expect(!lane.isHere, "the test's thread is not the lane's")
 
-        let ranOn = Mutex<(onLoop: Bool, hereThen: Bool)?>(nil)
-        lane.run { ranOn.withLock { $0 = (PollLoop.current != nil, lane.isHere) } }
-        try await eventually("the step ran") { ranOn.withLock { $0 } != nil }
-        #expect(ranOn.withLock { $0 }?.onLoop == true && ranOn.withLock { $0 }?.hereThen == true, "on the lane's loop thread")
-        #expect(host.handed.load(ordering: .relaxed) == 1)
+        let ran = Mutex<(thread: UInt, nestedRanAtOnce: Bool)?>(nil)
+        lane.run {
+            let nested = Atomic<Bool>(false)
+            lane.run { nested.store(true, ordering: .relaxed) }
+            ran.withLock { $0 = (UInt(pthread_self()), nested.load(ordering: .relaxed)) }
+        }
+        try await eventually("the handed step ran") { ran.withLock { $0 } != nil }
+        #expect(ran.withLock { $0 }?.thread == handlerThread.withLock { $0 }?.thread, "on the consumer's thread")
+        #expect(ran.withLock { $0 }?.nestedRanAtOnce == true, "a step given on the lane's thread runs at once")
 
-        // A step run on the lane's thread itself is not handed again.
-        let nested = Atomic<Int>(0)
-        lane.run { lane.run { nested.add(1, ordering: .relaxed) } }
-        try await eventually("the nested step ran") { nested.load(ordering: .relaxed) == 1 }
-        #expect(host.handed.load(ordering: .relaxed) == 2, "one hand-over for the outer step, none for the inner")
+        await consumer.close()
+        #expect(!lane.isHere)
+        let after = Mutex<UInt?>(nil)
+        lane.run { after.withLock { $0 = UInt(pthread_self()) } }
+        #expect(after.withLock { $0 } == UInt(pthread_self()), "once the consumer ended: at once, where given")
     }
 
     @Test func anywhereRunsEveryStepWhereItIsCalled() {

@@ -115,10 +115,10 @@ import Testing
         func add() -> Int { value.add(1, ordering: .relaxed).newValue }
     }
 
-    func context(_ ready: ReadyJob, _ sender: any PushSender, window: PermitPool? = nil,
+    func context(_ ready: ReadyJob, _ sender: any PushSender, window: PermitPool? = nil, lane: LaneThread = .anywhere,
                  stop: @escaping @Sendable () -> Bool = { false },
                  cancelled: @escaping @Sendable () -> Bool = { false }) -> TargetWalk.Context {
-        TargetWalk.Context(ready: ready, sender: sender, window: window, unsentGauge: nil, urgent: false, lane: .anywhere,
+        TargetWalk.Context(ready: ready, sender: sender, window: window, unsentGauge: nil, urgent: false, lane: lane,
                            stop: stop, cancelled: cancelled)
     }
 
@@ -184,5 +184,27 @@ import Testing
         TargetWalk.start(context(try Self.ready(recipients: 3), sender, window: window, stop: stop)) { outcome.record($0) }
         #expect(sender.count == 0 && window.available == 2)
         #expect(outcome.count == 1 && outcome.last! == nil)
+    }
+
+    /// A lane whose consumer ended: no thread is its own any more (`isHere` is false everywhere)
+    /// and a handed step runs at once where it was given. Every turn and answer is handed over
+    /// once and the walk finishes; a handed step that asked `isHere` again would hand itself
+    /// over forever (a stack overflow, found in review).
+    @Test func aWalkWhoseLaneEndedFinishesWhereItsTurnsAndAnswersCome() throws {
+        let sender = AnsweringLater()
+        let outcome = Outcome()
+        let handed = Counter()
+        let ended = LaneThread(isHere: { false }, hand: { step in _ = handed.add(); step() })
+        let window = PermitPool(capacity: 2)
+        TargetWalk.start(context(try Self.ready(recipients: 3), sender, window: window, lane: ended)) { outcome.record($0) }
+        #expect(sender.count == 2 && handed.current == 2, "two turns, each handed over once")
+        sender.answer(at: 0)
+        sender.answer(at: 1)
+        #expect(sender.count == 3)
+        sender.answer(at: 2)
+        let sends = try #require(outcome.last ?? nil)
+        #expect(outcome.count == 1 && sends.delivered.count == 3)
+        #expect(handed.current == 6, "three turns and three answers, each handed over once: \(handed.current)")
+        #expect(window.available == 2)
     }
 }

@@ -40,7 +40,8 @@ import Testing
 
         let results = try await f.results(1 + single + tens * 10)
         #expect(results.count == 1 + single + tens * 10 && results.allSatisfy { $0.outcome == .sent })
-        #expect(Set(results.map(\.jobID)).count == 1 + single + tens, "one result per recipient, none twice")
+        #expect(Set(results.map { "\($0.jobID) \($0.target.value)" }).count == 1 + single + tens * 10, "one result per recipient, none twice")
+        #expect(try await f.remainingResults().isEmpty, "no result beyond one per recipient")
         #expect(try client.messageCount(queue: f.topology.jobsQueue) == 0, "every job acked")
         #expect(tasks == 0, "no job went on in a task: \(tasks)")
         let workers = connections.split(separator: "\n").filter { $0.contains(PipelineFixture.tlsConnectionName) }
