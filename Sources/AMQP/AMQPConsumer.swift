@@ -61,7 +61,8 @@ public final class AMQPConsumer: Sendable {
     private let commands: CommandQueue<Command>
     /// The connection thread (`pthread_self`), set before its first delivery.
     private let thread = Atomic<UInt>(0)
-    /// Set as the connection thread stops consuming, before its leftover commands run.
+    /// Set as the connection thread stops consuming, before its leftover commands run and its
+    /// command queue closes (`hasEnded`).
     private let ended = Atomic<Bool>(false)
     private let continuation: AsyncThrowingStream<Delivery, any Error>.Continuation
     /// Called with each delivery on the connection thread instead of `deliveries` (nil: the stream).
@@ -146,14 +147,14 @@ public final class AMQPConsumer: Sendable {
     }
 
     /// True once the consumer ended (closed, or its connection lost): no settlement lands any more,
-    /// and the broker requeues every delivery it held. Work handed to `execute` after this runs on
-    /// the caller's thread.
-    public var hasEnded: Bool { commands.isClosed }
+    /// and the broker requeues every delivery it held. Work handed to `execute` from now on runs
+    /// at once (among the connection thread's last commands, or on the caller's thread).
+    public var hasEnded: Bool { ended.load(ordering: .relaxed) }
 
     /// True on the connection thread while the consumer runs (false once it ended: a step given
     /// on that thread while it winds down is the caller's, as on any other thread).
     public var isCurrentThread: Bool {
-        !ended.load(ordering: .relaxed) && thread.load(ordering: .relaxed) == UInt(pthread_self())
+        !hasEnded && thread.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
     /// Executes the settlements submitted before this call, closes the connection and waits for

@@ -90,11 +90,7 @@ public final class TestBroker: Sendable {
     /// Settings for `vhost` (default "/"), with a short heartbeat when asked.
     public func settings(vhost: String = "/", heartbeatSeconds: Int = 30,
                          connectionName: String = "push-connector-test") throws -> AMQPSettings {
-        var settings = try AMQPSettings(url: url)
-        settings.vhost = vhost
-        settings.heartbeatSeconds = heartbeatSeconds
-        settings.connectionName = connectionName
-        return settings
+        try Self.settings(url: url, vhost: vhost, heartbeatSeconds: heartbeatSeconds, connectionName: connectionName)
     }
 
     /// `settings`, over TLS (the node's TLS listener, its CA trusted, the peer and host name
@@ -103,7 +99,11 @@ public final class TestBroker: Sendable {
     public func tlsSettings(vhost: String = "/", heartbeatSeconds: Int = 30,
                             connectionName: String = "push-connector-test") throws -> AMQPSettings {
         guard let tlsURL else { throw TestBrokerError("the test broker has no TLS listener: set PUSH_TEST_AMQPS_URL with PUSH_TEST_AMQP_URL") }
-        var settings = try AMQPSettings(url: tlsURL)
+        return try Self.settings(url: tlsURL, vhost: vhost, heartbeatSeconds: heartbeatSeconds, connectionName: connectionName)
+    }
+
+    private static func settings(url: String, vhost: String, heartbeatSeconds: Int, connectionName: String) throws -> AMQPSettings {
+        var settings = try AMQPSettings(url: url)
         settings.vhost = vhost
         settings.heartbeatSeconds = heartbeatSeconds
         settings.connectionName = connectionName

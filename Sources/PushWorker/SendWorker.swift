@@ -192,7 +192,10 @@ public final class SendWorker: Service {
         /// shutdown deadline passed). A job then sends nothing more and leaves its delivery
         /// unacked. The consumer's own end is read first: it is known on the consumer's thread
         /// before the lane's task hears of the loss and abandons.
-        var gaveUp: @Sendable () -> Bool { { [consumer, tracker] in consumer.hasEnded || tracker.isAbandoned } }
+        var hasGivenUp: Bool { consumer.hasEnded || tracker.isAbandoned }
+
+        /// `hasGivenUp`, for the walk and the publisher to ask as they go.
+        var gaveUp: @Sendable () -> Bool { { [self] in hasGivenUp } }
     }
 
     /// Takes one delivery on the consumer's thread (the lane's): reads it and, once admitted,
@@ -253,7 +256,7 @@ public final class SendWorker: Service {
     private func readyToPublish(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane,
                                 jobLog: Logger) -> Bool {
         if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
-        if lane.gaveUp() {
+        if lane.hasGivenUp {
             jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
             lane.processor.release(job)
             return false
