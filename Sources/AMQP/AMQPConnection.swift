@@ -116,6 +116,10 @@ final class AMQPConnection {
                 // librabbitmq 0.11 never loads the system trust store by itself.
                 SSL_CTX_set_default_verify_paths(OpaquePointer(context))
             }
+            if let context = amqp_ssl_socket_get_context(socket) {
+                // Publishes are written from a buffer that grows while a write waits (0090).
+                _ = pc_ssl_ctx_accept_moving_write_buffer(OpaquePointer(context))
+            }
         } else {
             socket = amqp_tcp_socket_new(state)
         }
@@ -215,8 +219,19 @@ final class AMQPConnection {
     }
 
     /// True when publishes may go out as gathered frames (`PublishFrames`) written straight to
-    /// the socket: plain TCP. Over TLS the bytes must pass through librabbitmq's SSL socket.
-    var writesFramesDirectly: Bool { socketFD >= 0 && settings.nodes[nodeIndex].tls == nil }
+    /// the socket: plain TCP always; TLS through librabbitmq's SSL socket when the library's
+    /// socket layout is one we know (`tlsFramesSupported`).
+    var writesFramesDirectly: Bool {
+        socketFD >= 0 && (settings.nodes[nodeIndex].tls == nil || Self.tlsFramesSupported)
+    }
+
+    /// True when librabbitmq's socket object has the layout the TLS write reaches through
+    /// (0.5 to 0.15); with another version TLS publishes go frame by frame (`amqp_basic_publish`).
+    static let tlsFramesSupported = pc_amqp_socket_layout_known() != 0
+
+    /// What a write the socket did not take whole waits for (`POLLOUT`; `POLLIN` when TLS must
+    /// read before it can write on). Read after `writeAvailable` returned short.
+    private(set) var writeWaitsFor = Int16(POLLOUT)
 
     /// The frame size negotiated with the broker.
     var frameMax: Int { Int(amqp_get_frame_max(state)) }
@@ -228,17 +243,20 @@ final class AMQPConnection {
         while offset < frames.bytes.count {
             offset += try writeAvailable(frames.bytes, from: offset)
             if offset < frames.bytes.count {
-                var entry = pollfd(fd: socketFD, events: Int16(POLLOUT), revents: 0)
+                var entry = pollfd(fd: socketFD, events: writeWaitsFor, revents: 0)
                 _ = poll(&entry, 1, -1)
             }
         }
     }
 
     /// Writes what the socket takes at once of `bytes[offset...]`, never waiting; returns how
-    /// many bytes went out (0 when the socket is full). A failure ends the connection. Only when
-    /// `writesFramesDirectly`; the caller must not let librabbitmq write (a heartbeat, from a
-    /// read) while a frame is partly written.
+    /// many bytes went out (0 when the socket is full; `writeWaitsFor` says for what). A failure
+    /// ends the connection. Only when `writesFramesDirectly`; the caller must not let librabbitmq
+    /// write (a heartbeat, from a read) while a frame is partly written, and over TLS must call
+    /// again with the same bytes from the same offset (more may be appended; decision 0090).
     func writeAvailable(_ bytes: [UInt8], from offset: Int) throws(AMQPError) -> Int {
+        writeWaitsFor = Int16(POLLOUT)
+        if settings.nodes[nodeIndex].tls != nil { return try writeAvailableTLS(bytes, from: offset) }
         let fd = socketFD
         let (written, failure): (Int, Int32?) = bytes.withUnsafeBytes { raw in
             var done = offset
@@ -257,6 +275,39 @@ final class AMQPConnection {
         if let failure {
             markLost()
             throw .connectionLost("publish failed: \(String(cString: strerror(failure)))")
+        }
+        return written
+    }
+
+    /// `writeAvailable` through librabbitmq's SSL socket (SSL_write in partial-write mode on its
+    /// non-blocking socket, records of at most 16 KiB each).
+    private func writeAvailableTLS(_ bytes: [UInt8], from offset: Int) throws(AMQPError) -> Int {
+        guard let socket = amqp_get_socket(state) else {
+            markLost()
+            throw .connectionLost("publish failed: the connection has no socket")
+        }
+        var status = 0
+        let written: Int = bytes.withUnsafeBytes { raw in
+            var done = offset
+            while done < raw.count {
+                let n = pc_amqp_socket_send(socket, raw.baseAddress! + done, raw.count - done, 0)
+                if n > 0 {
+                    done += n
+                    continue
+                }
+                if n == PC_AMQP_STATUS_NEEDWRITE { break }
+                if n == PC_AMQP_STATUS_NEEDREAD {
+                    writeWaitsFor = Int16(POLLIN)
+                    break
+                }
+                status = n < 0 ? n : Int(AMQP_STATUS_CONNECTION_CLOSED.rawValue)
+                break
+            }
+            return done - offset
+        }
+        if status != 0 {
+            markLost()
+            throw .connectionLost("publish failed: \(Self.statusText(Int32(status)))")
         }
         return written
     }

@@ -158,8 +158,8 @@ public final class ConfirmingPublisher: Sendable {
         var loopError: AMQPError?
         var batch: [Command] = []  // one pass's commands (the queue and this trade buffers)
         var now = ContinuousClock.now  // one clock read per pass of the loop
-        // On plain TCP a pass's publishes are gathered and leave in one write (`flush`); over
-        // TLS each goes out through librabbitmq, corked when there are several.
+        // A pass's publishes are gathered and leave in one write (`flush`), over TLS too; only
+        // with a librabbitmq whose socket layout is unknown each goes out through it, corked.
         var frames = connection.writesFramesDirectly ? PublishFrames(frameMax: connection.frameMax) : nil
         func write(_ m: Outgoing, _ waiter: Waiter) throws(AMQPError) {
             if frames != nil {

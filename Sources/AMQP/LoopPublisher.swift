@@ -14,8 +14,10 @@ import Synchronization
 /// - publishes are gathered (`PublishFrames`) and written with non-blocking sends: what the socket
 ///   does not take stays for the next `POLLOUT`, and while a frame is partly written nothing is
 ///   read (librabbitmq may write a heartbeat from a read, which would split the frame);
-/// - only plain TCP (`isAvailable`): over TLS the bytes go through librabbitmq's SSL socket,
-///   whose sends block, so a TLS broker keeps `ConfirmingPublisher` and its thread.
+/// - over TLS the gathered bytes go through librabbitmq's SSL socket, written as far as it takes
+///   them like a plain socket (`AMQPConnection.writeAvailable`, decision 0090); only with a
+///   librabbitmq whose socket layout is unknown (`isAvailable`) does a TLS broker keep
+///   `ConfirmingPublisher` and its thread.
 ///
 /// It takes a publish only while open and healthy (`publish` returns false otherwise, and the
 /// caller uses its `ConfirmingPublisher`): not while opening, not while the broker has it blocked
@@ -59,9 +61,10 @@ public final class LoopPublisher: PollSource {
     /// Writes that left part of the gathered frames for a later `POLLOUT` (for tests).
     public private(set) var partialWrites = 0
 
-    /// True when a publisher of this kind can serve `settings` (plain TCP to every node).
+    /// True when a publisher of this kind can serve `settings`: plain TCP to every node, or TLS
+    /// with a librabbitmq whose SSL socket it can write to without waiting.
     public static func isAvailable(for settings: AMQPSettings) -> Bool {
-        settings.nodes.allSatisfy { $0.tls == nil }
+        AMQPConnection.tlsFramesSupported || settings.nodes.allSatisfy { $0.tls == nil }
     }
 
     /// Starts opening a connection at once (or after the backoff `failedOpens` calls for).
@@ -152,9 +155,9 @@ public final class LoopPublisher: PollSource {
         case .opening(let opening):
             fds.append(pollfd(fd: opening.wakeup.fd, events: Int16(POLLIN), revents: 0))
         case .open(let connection):
-            // While a frame is partly written only the room to write more matters (reads wait).
-            let events = written < frames.bytes.count ? POLLOUT : POLLIN
-            fds.append(pollfd(fd: connection.socketFD, events: Int16(events), revents: 0))
+            // While a frame is partly written only what the write waits for matters (reads wait).
+            let events = written < frames.bytes.count ? connection.writeWaitsFor : Int16(POLLIN)
+            fds.append(pollfd(fd: connection.socketFD, events: events, revents: 0))
         case .waiting, .dead:
             break
         }
@@ -169,7 +172,8 @@ public final class LoopPublisher: PollSource {
         case .open(let connection):
             do throws(AMQPError) {
                 // An error or hang-up while a frame is partly written surfaces from the write.
-                if event.revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 { try flush(connection) }
+                // (A TLS write may wait for POLLIN: it reads the socket itself.)
+                if event.revents & Int16(POLLOUT | POLLIN | POLLERR | POLLHUP) != 0 { try flush(connection) }
                 if written == 0, event.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
                     try read(connection, now: PollLoop.now())
                 }

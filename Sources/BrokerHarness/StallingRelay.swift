@@ -6,7 +6,7 @@ import Synchronization
 /// tests of what a client does when its peer stops reading (`stall`: the relay no longer reads
 /// what the client writes, so the client's socket fills) or resets the connection (`reset`:
 /// the client's socket is closed with an RST) at a moment the test chooses, as a broker under
-/// an alarm or a dropped route would.
+/// an alarm or a dropped route would; `resume` reads again.
 public final class StallingRelay: Sendable {
     public let port: Int
     private let listener: Int32
@@ -20,6 +20,9 @@ public final class StallingRelay: Sendable {
 
     /// Stops reading what the client writes (what the target sends still reaches the client).
     public func stall() { stalled.store(true, ordering: .relaxed) }
+
+    /// Reads what the client writes again, after `stall`.
+    public func resume() { stalled.store(false, ordering: .relaxed) }
 
     /// Resets the client's connection (RST) and closes the target's.
     public func reset() { resetting.store(true, ordering: .relaxed) }

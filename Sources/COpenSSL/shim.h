@@ -20,6 +20,11 @@ static inline long pc_bio_set_mem_eof_return(BIO *bio, int value) {
 static inline int pc_ssl_ctx_set_min_tls12(SSL_CTX *ctx) {
     return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 }
+// A TLS connection to the broker written from a poll loop: a write the socket did not take whole
+// is taken up again from a buffer that may have moved (more publishes appended to it).
+static inline long pc_ssl_ctx_accept_moving_write_buffer(SSL_CTX *ctx) {
+    return SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
 // ---- end of pc_ section ----
 
 // ---- pc_emu_: wrappers for EmulatorKit (fcm-emulator). Keep this section at the end. ----

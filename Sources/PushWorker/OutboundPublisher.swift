@@ -17,9 +17,10 @@ import Synchronization
 ///
 /// Two kinds of connection serve it. The job whose answer came on a loop thread (a lane's
 /// consumer thread) publishes through that loop's `LoopPublisher`, opened for it on first use:
-/// written and confirmed on the same thread, no hand-off (docs/decisions/0086). Everything else
-/// (tasks, a TLS broker, the loop publisher opening, blocked or retiring, every round after a
-/// failed one) goes through the `ConfirmingPublisher` on its own thread.
+/// written and confirmed on the same thread, no hand-off (docs/decisions/0086), over TLS too
+/// (0090). Everything else (tasks, the loop publisher opening, blocked or retiring, every round
+/// after a failed one, a TLS broker with a librabbitmq of unknown layout) goes through the
+/// `ConfirmingPublisher` on its own thread.
 final class OutboundPublisher: Sendable {
     private struct State {
         var generation = 0
@@ -40,7 +41,7 @@ final class OutboundPublisher: Sendable {
     private let loopsBlocked = Atomic<Int>(0)
     /// Set by `close`: no loop publisher is made any more.
     private let closing = Atomic<Bool>(false)
-    /// False when loop publishers cannot serve the broker (TLS).
+    /// False when loop publishers cannot serve the broker (`LoopPublisher.isAvailable`).
     private let usesLoopPublishers: Bool
 
     init(settings: AMQPSettings, confirmTimeout: Duration, backoff: Backoff, counters: WorkerCounters, metrics: WorkerMetrics, log: Logger) {

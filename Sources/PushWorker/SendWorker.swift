@@ -202,7 +202,7 @@ public final class SendWorker: Service {
     /// sends it and publishes its messages from callbacks on that thread (`LaneThread`: a step
     /// given on another thread is handed back to it); the ack is written by that thread too
     /// (`complete`), from wherever the broker's confirm came (the lane's loop publisher; the
-    /// publisher thread over TLS or after a failed round). A job holds no task while FCM answers
+    /// publisher thread after a failed round). A job holds no task while FCM answers
     /// nor while the broker confirms, whatever its number of targets; a task only waits out a
     /// blocked broker or repeats a failed publish.
     private func take(_ delivery: Delivery, on lane: Lane) {

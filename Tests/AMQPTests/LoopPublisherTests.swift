@@ -14,9 +14,10 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2))) struct LoopPublisherTests {
     typealias Outgoing = ConfirmingPublisher.Outgoing
 
-    @Test func publishesAreWrittenAndConfirmedOnTheLoopThreadWithoutAHandoff() async throws {
+    @Test(arguments: [false, true])
+    func publishesAreWrittenAndConfirmedOnTheLoopThreadWithoutAHandoff(overTLS: Bool) async throws {
         let broker = try await TestBroker.shared()
-        let settings = try broker.settings()
+        let settings = try overTLS ? broker.tlsSettings() : broker.settings()
         let queue = broker.uniqueName("loop-publisher")
         defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
@@ -44,9 +45,10 @@ import Testing
         #expect(try client.messageCount(queue: queue) == 500)
     }
 
-    @Test func aBatchLargerThanTheSocketTakesIsWrittenOverSeveralTurnsAndConfirmed() async throws {
+    @Test(arguments: [false, true])
+    func aBatchLargerThanTheSocketTakesIsWrittenOverSeveralTurnsAndConfirmed(overTLS: Bool) async throws {
         let broker = try await TestBroker.shared()
-        let settings = try broker.settings()
+        let settings = try overTLS ? broker.tlsSettings() : broker.settings()
         let queue = broker.uniqueName("loop-publisher-large")
         defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
@@ -69,16 +71,54 @@ import Testing
         #expect(first?.body == Data(repeating: 0, count: 256 << 10), "frames arrive whole and in order")
     }
 
-    @Test func aConnectionResetWhileAWriteIsPartialFailsTheBatchAtOnce() async throws {
+    /// Over TLS a write the socket did not take whole is taken up again by SSL_write from where
+    /// it stopped, and the buffer it reads has grown (and moved) with the publishes made since:
+    /// without SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER OpenSSL refuses that ("bad write retry").
+    @Test(arguments: [false, true])
+    func publishesMadeWhileAWriteIsPartialFollowItWholeAndInOrder(overTLS: Bool) async throws {
         let broker = try await TestBroker.shared()
-        let direct = try broker.settings()
+        let direct = try overTLS ? broker.tlsSettings() : broker.settings()
+        let queue = broker.uniqueName("loop-publisher-grow")
+        defer { try? broker.delete(queues: [queue], settings: direct) }
+        try declareTestQueue(queue, settings: direct)
+        let (relay, settings) = try relayed(direct)
+        let outcomes = Outcomes()
+        let (partialBefore, dead) = await onLoopThread { loop -> (Bool, Bool) in
+            guard let publisher = openPublisher(on: loop, settings) else { return (false, true) }
+            relay.stall()  // the broker reads nothing more: the first write stays partial
+            let large = (0..<16).map { Outgoing(exchange: "", routingKey: queue, body: Data(repeating: UInt8($0), count: 256 << 10)) }
+            _ = publisher.publish(batch: large) { outcomes.add($0, onThread: true) }
+            _ = loop.turn(until: { publisher.partialWrites > 0 }, seconds: 10)
+            let partial = publisher.partialWrites > 0 && outcomes.count == 0
+            // 2 000 more, one batch each, while the first write waits: the buffer grows many times.
+            for i in 0..<2_000 {
+                let small = [Outgoing(exchange: "", routingKey: queue, body: Data("small-\(i)".utf8))]
+                _ = publisher.publish(batch: small) { outcomes.add($0, onThread: true) }
+                if i % 100 == 0 { _ = loop.turn(until: { false }, seconds: 0.001) }
+            }
+            relay.resume()
+            _ = loop.turn(until: { outcomes.count == 2_016 }, seconds: 60)
+            defer { loop.end(within: 0) }
+            return (partial, publisher.isDead)
+        }
+        #expect(partialBefore, "the first write was taken whole: the test proves nothing")
+        #expect(!dead && outcomes.count == 2_016 && outcomes.errors.isEmpty,
+                "\(outcomes.count) settled, \(outcomes.errors.prefix(3))")
+        let client = try AMQPChannelClient(settings: direct)
+        defer { client.close() }
+        #expect(try client.messageCount(queue: queue) == 2_016)
+        for expected in 0..<16 { #expect(try client.get(queue: queue)?.body == Data(repeating: UInt8(expected), count: 256 << 10)) }
+        #expect(try client.get(queue: queue)?.body == Data("small-0".utf8), "the small ones follow the large ones")
+    }
+
+    @Test(arguments: [false, true])
+    func aConnectionResetWhileAWriteIsPartialFailsTheBatchAtOnce(overTLS: Bool) async throws {
+        let broker = try await TestBroker.shared()
+        let direct = try overTLS ? broker.tlsSettings() : broker.settings()
         let queue = broker.uniqueName("loop-publisher-reset")
         defer { try? broker.delete(queues: [queue], settings: direct) }
         try declareTestQueue(queue, settings: direct)
-        let relay = try StallingRelay(targetPort: direct.port)
-        var relayed = direct
-        relayed.port = relay.port
-        let settings = relayed
+        let (relay, settings) = try relayed(direct)
         let outcomes = Outcomes()
         let (partial, dead, seconds) = await onLoopThread { loop -> (Bool, Bool, Double) in
             guard let publisher = openPublisher(on: loop, settings) else { return (false, false, 0) }
@@ -193,6 +233,14 @@ import Testing
         #expect(opened)
         #expect(outcomes.count == 200 && outcomes.errors.isEmpty, "\(outcomes.count) settled, \(outcomes.errors.prefix(3))")
     }
+}
+
+/// A relay in front of the broker of `direct`, and the settings that reach the broker through it.
+private func relayed(_ direct: AMQPSettings) throws -> (StallingRelay, AMQPSettings) {
+    let relay = try StallingRelay(targetPort: direct.port)
+    var settings = direct
+    settings.port = relay.port
+    return (relay, settings)
 }
 
 /// A loop publisher made by `make`, attached to `loop` (under the loop's own key), once it takes

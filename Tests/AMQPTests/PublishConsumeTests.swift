@@ -6,9 +6,10 @@ import Testing
 
 @Suite("Publisher confirms and consumer acks against a real broker", .timeLimit(.minutes(3)))
 struct PublishConsumeTests {
-    @Test func fiveThousandStreamedPublishesAreAllConfirmedAndConsumedExactlyOnce() async throws {
+    @Test(arguments: [false, true])
+    func fiveThousandStreamedPublishesAreAllConfirmedAndConsumedExactlyOnce(overTLS: Bool) async throws {
         let broker = try await TestBroker.shared()
-        let settings = try broker.settings()
+        let settings = try overTLS ? broker.tlsSettings() : broker.settings()
         let queue = broker.uniqueName("bulk")
         defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)
@@ -111,9 +112,11 @@ struct PublishConsumeTests {
     /// One batch whose publishes leave gathered in one write: a body spread over several frames,
     /// an empty body (no body frame), properties too large for the 4 KiB first try, and small
     /// ones. Each arrives byte for byte, in order, with its properties.
-    @Test func aBatchOfLargeEmptyAndSmallPublishesArrivesByteForByte() async throws {
+    /// Over TLS too: the gathered frames go through librabbitmq's SSL socket (decision 0090).
+    @Test(arguments: [false, true])
+    func aBatchOfLargeEmptyAndSmallPublishesArrivesByteForByte(overTLS: Bool) async throws {
         let broker = try await TestBroker.shared()
-        let settings = try broker.settings()
+        let settings = try overTLS ? broker.tlsSettings() : broker.settings()
         let queue = broker.uniqueName("frames")
         defer { try? broker.delete(queues: [queue], settings: settings) }
         try declareTestQueue(queue, settings: settings)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end cost of the send worker against two floors, in one run (see bench/e2e/README.md).
 #
-#   bench/e2e/run.sh [--jobs N] [--soak N] [--only LIST] [--no-build] [--keep] [--perf]
+#   bench/e2e/run.sh [--jobs N] [--soak N] [--only LIST] [--no-build] [--keep] [--perf] [--broker-tls]
 #
 #   --jobs N     single-recipient jobs per measurement (default 30000); the 10-recipient
 #                measurement uses N/10 jobs, the latency pair N/2 jobs each
@@ -14,6 +14,8 @@
 #   --perf       record a CPU profile of each worker run (perf record -e cpu-clock -g) into the
 #                work folder as perf-LABEL.data (implies --keep); the figures then include perf's cost
 #                (PERF_EVENT=EVENT records another event, e.g. a probe on malloc)
+#   --broker-tls the worker reaches the broker over TLS (the node's amqps:// listener, its CA
+#                trusted); the floors stay on plain TCP, so the ratios then include the worker's TLS
 #   WORKER_FLAGS="..." (environment) adds flags to every worker run, to compare a setting
 #                against the defaults (e.g. WORKER_FLAGS="--prefetch 500")
 #
@@ -34,7 +36,7 @@ set -euo pipefail
 SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$(dirname "$0")/../.."
 
-JOBS=30000 SOAK=1000000 ONLY="single,ten,latency,soak" BUILD=1 KEEP=0 PERF=0
+JOBS=30000 SOAK=1000000 ONLY="single,ten,latency,soak" BUILD=1 KEEP=0 PERF=0 BROKER_TLS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) JOBS=${2:-}; shift 2 ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD=0; shift ;;
     --keep) KEEP=1; shift ;;
     --perf) PERF=1 KEEP=1; shift ;;
+    --broker-tls) BROKER_TLS=1; shift ;;
     -h|--help) sed -n '2,/^# shellcheck/p' "$SELF" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -101,7 +104,13 @@ flock 9
 echo "== starting RabbitMQ (private node), nginx (HTTP/2 TLS), certificates"
 eval "$(scripts/test-broker.sh start --dir "$WORK/broker" --owner-pid $$ 9>&-)"
 BROKER_STARTED=1
+# shellcheck disable=SC2153  # PUSH_TEST_AMQP_URL is set by test-broker.sh start
 AMQP_URL=$PUSH_TEST_AMQP_URL
+WORKER_AMQP_URL=$AMQP_URL
+if ((BROKER_TLS)); then
+  [ -n "${PUSH_TEST_AMQPS_URL:-}" ] || { echo "run.sh: --broker-tls: the test broker has no TLS listener" >&2; exit 1; }
+  WORKER_AMQP_URL=$PUSH_TEST_AMQPS_URL
+fi
 AMQP_PORT=$(echo "$AMQP_URL" | sed -E 's|.*:([0-9]+)/?$|\1|')
 BEAM=$(cat "$WORK/broker/beam.pid")
 scripts/make-dev-cert.sh "$WORK/certs" >/dev/null
@@ -254,7 +263,7 @@ run_worker() { # $1 = label, $2 = jobs, $3 = recipients per job, $4 = FCM URL, $
   publish "$WORK/worker.jsonl"
   b0=$(cpu_of "$BEAM")
   t0=$(now)
-  "$PC" worker --config "$WORK/apps-run.json" --amqp-url "$AMQP_URL" --fcm-url "$url" --ca-file "$WORK/certs/ca.pem" \
+  "$PC" worker --config "$WORK/apps-run.json" --amqp-url "$WORKER_AMQP_URL" --fcm-url "$url" --ca-file "$WORK/certs/ca.pem" \
     --http "127.0.0.1:$mport" "${EXTRA_FLAGS[@]}" "$@" >"$WORK/logs/worker-$label.log" 2>&1 9>&- &
   WORKER_PID=$!
   local perf_pid=""
@@ -362,7 +371,7 @@ fi
 soak() { # $1 = messages: single-recipient jobs fed in chunks while the worker runs; RSS sampled every 5 s
   local total=$1 chunk=50000 published=0 done_count=0 mport next_sample rss first_rss="" max_rss=0 start
   mport=$(free_port)
-  "$PC" worker --config "$WORK/apps.json" --amqp-url "$AMQP_URL" --fcm-url "$FCM_URL" --ca-file "$WORK/certs/ca.pem" \
+  "$PC" worker --config "$WORK/apps.json" --amqp-url "$WORKER_AMQP_URL" --fcm-url "$FCM_URL" --ca-file "$WORK/certs/ca.pem" \
     --http "127.0.0.1:$mport" "${EXTRA_FLAGS[@]}" >"$WORK/logs/worker-soak.log" 2>&1 9>&- &
   WORKER_PID=$!
   start=$(date +%s)
