@@ -225,13 +225,21 @@ final class AMQPConnection {
         socketFD >= 0 && (settings.nodes[nodeIndex].tls == nil || Self.tlsFramesSupported)
     }
 
-    /// True when librabbitmq's socket object has the layout the TLS write reaches through
-    /// (0.5 to 0.15); with another version TLS publishes go frame by frame (`amqp_basic_publish`).
+    /// True when librabbitmq's socket object has the layout and the partial-write TLS mode the
+    /// TLS write relies on (0.11 to 0.16); with another version TLS publishes go frame by frame
+    /// (`amqp_basic_publish`), on the publisher thread.
     static let tlsFramesSupported = pc_amqp_socket_layout_known() != 0
 
     /// What a write the socket did not take whole waits for (`POLLOUT`; `POLLIN` when TLS must
     /// read before it can write on). Read after `writeAvailable` returned short.
     private(set) var writeWaitsFor = Int16(POLLOUT)
+
+    /// True while TLS holds part of a record the socket has not taken (a write that stopped
+    /// with `WANT_WRITE`/`WANT_READ`, even one that took 0 bytes of the caller's): until it is
+    /// taken up again and finishes nothing else may be written on the connection, not even the
+    /// heartbeat librabbitmq writes from a read (OpenSSL would refuse it and the connection would
+    /// be lost). Always false over plain TCP, where the caller's offset says where frames end.
+    private(set) var tlsRecordPending = false
 
     /// The frame size negotiated with the broker.
     var frameMax: Int { Int(amqp_get_frame_max(state)) }
@@ -295,14 +303,15 @@ final class AMQPConnection {
                     done += n
                     continue
                 }
-                if n == PC_AMQP_STATUS_NEEDWRITE { break }
-                if n == PC_AMQP_STATUS_NEEDREAD {
-                    writeWaitsFor = Int16(POLLIN)
-                    break
+                if n == PC_AMQP_STATUS_NEEDWRITE || n == PC_AMQP_STATUS_NEEDREAD {
+                    if n == PC_AMQP_STATUS_NEEDREAD { writeWaitsFor = Int16(POLLIN) }
+                    tlsRecordPending = true
+                    return done - offset
                 }
                 status = n < 0 ? n : Int(AMQP_STATUS_CONNECTION_CLOSED.rawValue)
-                break
+                return done - offset
             }
+            tlsRecordPending = false
             return done - offset
         }
         if status != 0 {

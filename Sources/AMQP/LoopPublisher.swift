@@ -12,8 +12,9 @@ import Synchronization
 /// consumer (its acks and heartbeats) and HTTP/2 connections:
 /// - the connection is opened on a short-lived thread of its own and handed in through a wake-up;
 /// - publishes are gathered (`PublishFrames`) and written with non-blocking sends: what the socket
-///   does not take stays for the next `POLLOUT`, and while a frame is partly written nothing is
-///   read (librabbitmq may write a heartbeat from a read, which would split the frame);
+///   does not take stays for the next `POLLOUT`, and while a frame is partly written (or TLS
+///   holds back part of a record) nothing is read (librabbitmq may write a heartbeat from a read,
+///   which would split the frame, or which OpenSSL would refuse);
 /// - over TLS the gathered bytes go through librabbitmq's SSL socket, written as far as it takes
 ///   them like a plain socket (`AMQPConnection.writeAvailable`, decision 0090); only with a
 ///   librabbitmq whose socket layout is unknown (`isAvailable`) does a TLS broker keep
@@ -141,7 +142,11 @@ public final class LoopPublisher: PollSource {
                    ContinuousClock.now - max(sentAt, unblockedAt) > options.confirmTimeout {
                     throw .confirmTimeout(options.confirmTimeout)
                 }
-                if written == 0, now >= nextRead || connection.hasBufferedData { try read(connection, now: now) }
+                if !isBetweenFrames(connection) {
+                    nextRead = now &+ readEvery  // no read now: wait for the socket, not spin on a past deadline
+                } else if now >= nextRead || connection.hasBufferedData {
+                    try read(connection, now: now)
+                }
                 if retiring && tracker.isEmpty && frames.isEmpty { return finish(connection, AMQPError.closed("the publisher")) }
             } catch {
                 return finish(connection, error)
@@ -174,7 +179,7 @@ public final class LoopPublisher: PollSource {
                 // An error or hang-up while a frame is partly written surfaces from the write.
                 // (A TLS write may wait for POLLIN: it reads the socket itself.)
                 if event.revents & Int16(POLLOUT | POLLIN | POLLERR | POLLHUP) != 0 { try flush(connection) }
-                if written == 0, event.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+                if isBetweenFrames(connection), event.revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
                     try read(connection, now: PollLoop.now())
                 }
             } catch {
@@ -275,6 +280,12 @@ public final class LoopPublisher: PollSource {
 
     // MARK: open
 
+    /// True when nothing is half written: no frame partly sent, no TLS record held back. Only then
+    /// may the connection be read (librabbitmq writes heartbeats from reads) or closed politely.
+    private func isBetweenFrames(_ connection: AMQPConnection) -> Bool {
+        written == 0 && !connection.tlsRecordPending
+    }
+
     /// Writes what the socket takes of the gathered frames.
     private func flush(_ connection: AMQPConnection) throws(AMQPError) {
         guard written < frames.bytes.count else { return }
@@ -326,7 +337,7 @@ public final class LoopPublisher: PollSource {
     /// (`closing`) and the broker can still read it; otherwise the socket is just dropped.
     private func finish(_ connection: AMQPConnection, _ error: AMQPError, closing: Bool = false) -> UInt64? {
         state = .dead
-        let polite = closing && connection.isOpen && !flowBlocked && written == 0
+        let polite = closing && connection.isOpen && !flowBlocked && isBetweenFrames(connection)
         setBlocked(false)
         frames.removeAll()
         written = 0

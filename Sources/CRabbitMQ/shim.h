@@ -25,8 +25,9 @@ static inline amqp_rpc_reply_t pc_amqp_login_plain_with_properties(amqp_connecti
 // given for TCP; SSL_write for TLS (partial-write mode, on the non-blocking socket), answering
 // PC_AMQP_STATUS_NEEDWRITE / _NEEDREAD where the socket is full (or TLS must read first).
 // The layout mirrors struct amqp_socket_class_t / amqp_socket_t_ of librabbitmq/amqp_socket.h,
-// unchanged from 0.5 through 0.15; pc_amqp_socket_layout_known() says whether the library in use
-// is one of those (callers fall back to amqp_send_frame otherwise). docs/decisions/0090.
+// unchanged from 0.7 through 0.16 (0.5 and 0.6 began with writev); SSL_MODE_ENABLE_PARTIAL_WRITE
+// is set from 0.11. pc_amqp_socket_layout_known() says whether the library in use is 0.11 to
+// 0.16 (callers fall back to amqp_send_frame otherwise). docs/decisions/0090.
 typedef ssize_t (*pc_amqp_socket_send_fn)(void *socket, const void *buf, size_t len, int flags);
 struct pc_amqp_socket_class { pc_amqp_socket_send_fn send; };
 struct pc_amqp_socket { const struct pc_amqp_socket_class *klass; };
@@ -36,7 +37,7 @@ static const ssize_t PC_AMQP_STATUS_NEEDWRITE = -0x1302;
 static inline int pc_amqp_socket_layout_known(void) {
     uint32_t v = amqp_version_number();  // 0xMMmmpp0r
     uint32_t major = v >> 24, minor = (v >> 16) & 0xff;
-    return major == 0 && minor >= 5 && minor <= 15;
+    return major == 0 && minor >= 11 && minor <= 16;
 }
 static inline ssize_t pc_amqp_socket_send(amqp_socket_t *socket, const void *buf, size_t len, int flags) {
     const struct pc_amqp_socket *s = (const struct pc_amqp_socket *)socket;
