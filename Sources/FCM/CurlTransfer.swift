@@ -4,7 +4,7 @@ import CCurl
 /// for the lifetime of the transfer, and accumulates the response. Touched only by its loop's
 /// thread after submission.
 final class CurlTransfer: @unchecked Sendable {
-    typealias Completion = CheckedContinuation<Result<HTTPResponse, TransportError>, Never>
+    typealias Completion = @Sendable (Result<HTTPResponse, TransportError>) -> Void
 
     let request: HTTPRequest
     private let completion: Completion
@@ -29,7 +29,7 @@ final class CurlTransfer: @unchecked Sendable {
         return true
     }
 
-    init(request: HTTPRequest, completion: Completion) {
+    init(request: HTTPRequest, completion: @escaping Completion) {
         self.request = request
         self.completion = completion
     }
@@ -48,12 +48,12 @@ final class CurlTransfer: @unchecked Sendable {
         return UnsafeRawPointer(buffer.baseAddress)
     }
 
-    /// Frees the C resources and resumes the waiting task.
+    /// Frees the C resources and calls the completion.
     func finish(_ result: Result<HTTPResponse, TransportError>) {
         headers = nil
         body?.deallocate()
         body = nil
-        completion.resume(returning: result)
+        completion(result)
     }
 
     /// Records a response header line; only `Retry-After` is kept.

@@ -20,14 +20,21 @@ public final class CurlTransport: HTTPTransport {
 
     deinit { shutdown() }
 
-    public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
-        await permits.acquire()
-        defer { permits.release() }
+    /// Sends `request` on the next curl loop once a permit is free (waiting for one in a task);
+    /// `completion` runs on that loop's thread.
+    public func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
+        permits.withPermitTaken { [self] in submitHoldingPermit(request, completion) }
+    }
+
+    /// Submits `request` with a permit taken; the answer gives it back.
+    private func submitHoldingPermit(_ request: HTTPRequest, _ completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
         let index = nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue
         let loop = loops[(index & Int.max) % loops.count]
-        return await withCheckedContinuation { continuation in
-            loop.submit(CurlTransfer(request: request, completion: continuation))
-        }
+        let permits = permits
+        loop.submit(CurlTransfer(request: request, completion: { answer in
+            permits.release()
+            completion(answer)
+        }))
     }
 
     /// Stops every curl loop; requests in flight fail with `TransportError.Kind.shutdown`. Idempotent.

@@ -55,24 +55,16 @@ public final class H2Transport: HTTPTransport {
 
     deinit { shutdown() }
 
-    public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
-        await permits.acquire()
-        defer { permits.release() }
-        let deadline = H2Clock.now() &+ requestTimeout
-        return await withCheckedContinuation { continuation in
-            submit(H2Exchange(request: request, deadline: deadline, completion: { continuation.resume(returning: $0) }))
-        }
-    }
-
     /// Submits `request` at once when a permit is free, with nothing suspended until the answer
     /// calls `completion` (on the thread of the engine that sent it); otherwise waits for a
     /// permit in a task. Started on a `PollLoop`'s thread (a lane's consumer thread), the
     /// request is sent by that thread's engine and answered there: no hand-off.
     public func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
-        guard permits.tryAcquire() else {
-            Task { completion(await send(request)) }
-            return
-        }
+        permits.withPermitTaken { [self] in submitHoldingPermit(request, completion) }
+    }
+
+    /// Submits `request` with a permit taken; the answer gives it back.
+    private func submitHoldingPermit(_ request: HTTPRequest, _ completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
         let permits = permits
         submit(H2Exchange(request: request, deadline: H2Clock.now() &+ requestTimeout, completion: { answer in
             permits.release()

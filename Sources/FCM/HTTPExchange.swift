@@ -76,17 +76,19 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 }
 
 /// Sends HTTP requests; the seam between FCMClient / AccessTokenSource and libnghttp2 or libcurl.
+/// One requirement, `start`; `send` is `start` awaited.
 public protocol HTTPTransport: Sendable {
-    func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError>
-    /// Sends `request` and calls `completion` with the answer, from any thread, without a task
-    /// waiting meanwhile when the transport can (a request in flight then costs its callback,
-    /// not a suspended task).
+    /// Sends `request` and calls `completion` with the answer once, from any thread, with no
+    /// task waiting meanwhile when the transport can (a request in flight then costs its
+    /// callback, not a suspended task).
     func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void)
 }
 
 extension HTTPTransport {
-    /// `send` in a task of its own, for transports without a callback path.
-    public func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
-        Task { completion(await send(request)) }
+    /// `start`, awaited (the token fetch, the FCM client's slow paths, tests).
+    public func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
+        await withCheckedContinuation { continuation in
+            start(request) { continuation.resume(returning: $0) }
+        }
     }
 }

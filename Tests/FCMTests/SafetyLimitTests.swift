@@ -23,13 +23,18 @@ final class ScriptedTransport: HTTPTransport {
     var tokenRequests: Int { state.withLock { $0.token } }
     var fcmRequests: Int { state.withLock { $0.fcm } }
 
-    func send(_ request: HTTPRequest) async -> Result<HTTPResponse, TransportError> {
+    /// Answers from the script, later, on another thread (as a real transport would).
+    func start(_ request: HTTPRequest, completion: @escaping @Sendable (Result<HTTPResponse, TransportError>) -> Void) {
+        Task { completion(.success(answer(request))) }
+    }
+
+    private func answer(_ request: HTTPRequest) -> HTTPResponse {
         if request.url.hasSuffix("/token") {
             state.withLock { $0.token += 1 }
-            return .success(tokenAnswer())
+            return tokenAnswer()
         }
         state.withLock { $0.fcm += 1 }
-        return .success(fcmAnswer())
+        return fcmAnswer()
     }
 }
 
