@@ -48,6 +48,8 @@ final class AMQPConnection {
     private(set) var socketFD: Int32 = -1
     /// The node of `settings.nodes` this connection is open to.
     let nodeIndex: Int
+    /// True when that node is reached over TLS (read once: `settings.nodes` builds an array).
+    private let isTLS: Bool
     /// That node's URL, password redacted.
     var redactedURL: String { settings.redactedURL(of: settings.nodes[nodeIndex]) }
     /// What the broker can do, from the version it announced (connection.start).
@@ -66,6 +68,7 @@ final class AMQPConnection {
                 self.state = state
                 socketFD = descriptor
                 nodeIndex = index
+                isTLS = nodes[index].tls != nil
                 isOpen = true
                 if let properties = amqp_get_server_properties(state) {
                     brokerFeatures = BrokerFeatures(serverVersion: CDecode.table(properties.pointee)["version"]?.stringValue)
@@ -222,7 +225,7 @@ final class AMQPConnection {
     /// the socket: plain TCP always; TLS through librabbitmq's SSL socket when the library's
     /// socket layout is one we know (`tlsFramesSupported`).
     var writesFramesDirectly: Bool {
-        socketFD >= 0 && (settings.nodes[nodeIndex].tls == nil || Self.tlsFramesSupported)
+        socketFD >= 0 && (!isTLS || Self.tlsFramesSupported)
     }
 
     /// True when librabbitmq's socket object has the layout and the partial-write TLS mode the
@@ -264,7 +267,7 @@ final class AMQPConnection {
     /// again with the same bytes from the same offset (more may be appended; decision 0090).
     func writeAvailable(_ bytes: [UInt8], from offset: Int) throws(AMQPError) -> Int {
         writeWaitsFor = Int16(POLLOUT)
-        if settings.nodes[nodeIndex].tls != nil { return try writeAvailableTLS(bytes, from: offset) }
+        if isTLS { return try writeAvailableTLS(bytes, from: offset) }
         let fd = socketFD
         let (written, failure): (Int, Int32?) = bytes.withUnsafeBytes { raw in
             var done = offset

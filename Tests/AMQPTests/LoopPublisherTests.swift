@@ -128,7 +128,7 @@ import Testing
         try declareTestQueue(queue, settings: direct)
         let (relay, settings) = try relayed(direct)
         let outcomes = Outcomes()
-        let (stuck, turns, published, settleSeconds, dead) = await onLoopThread { loop -> (Bool, Int, Int, Double, Bool) in
+        let (stuck, writeAttempts, published, settleSeconds, dead) = await onLoopThread { loop -> (Bool, Int, Int, Double, Bool) in
             guard let publisher = openPublisher(on: loop, settings) else { return (false, 0, 0, 0, true) }
             relay.stall()
             // One publish (one TLS record) per turn, until a write takes nothing at all.
@@ -143,17 +143,17 @@ import Testing
             // 2.5 s, past librabbitmq's next heartbeat: each pass tries the write again.
             let before = publisher.partialWrites
             _ = loop.turn(until: { publisher.isDead }, seconds: 2.5)
-            let turns = publisher.partialWrites - before
+            let writeAttempts = publisher.partialWrites - before
             relay.resume()
             let start = PollLoop.now()
             _ = loop.turn(until: { outcomes.count == published }, seconds: 30)
             let settleSeconds = Double(PollLoop.now() - start) / 1e9
             defer { loop.end(within: 0) }
-            return (stuck, turns, published, settleSeconds, publisher.isDead)
+            return (stuck, writeAttempts, published, settleSeconds, publisher.isDead)
         }
-        print("aTLSWriteStuck…: \(published) publishes until stuck, \(turns) write attempts in 2.5 s, settled in \(settleSeconds) s")
+        print("aTLSWriteStuck…: \(published) publishes until stuck, \(writeAttempts) write attempts in 2.5 s, settled in \(settleSeconds) s")
         #expect(stuck, "no write stopped short after \(published) publishes: the test proves nothing")
-        #expect(turns <= 500, "the loop spun (\(turns) write attempts in 2.5 s) instead of waiting for the socket")
+        #expect(writeAttempts <= 500, "the loop spun (\(writeAttempts) write attempts in 2.5 s) instead of waiting for the socket")
         #expect(!dead && outcomes.count == published && outcomes.errors.isEmpty,
                 "\(outcomes.count) of \(published) settled, \(outcomes.errors.prefix(3))")
         #expect(settleSeconds < 3, "settled \(settleSeconds) s after the broker read again")
