@@ -186,6 +186,17 @@ public final class SendWorker: Service {
         let outbound: OutboundPublisher
         let tracker: InFlightTracker
         let log: Logger
+        /// The lane's thread, its consumer's: every step of its jobs runs there.
+        let thread: LaneThread
+
+        init(consumer: AMQPConsumer, processor: JobProcessor, outbound: OutboundPublisher, tracker: InFlightTracker, log: Logger) {
+            self.consumer = consumer
+            self.processor = processor
+            self.outbound = outbound
+            self.tracker = tracker
+            self.log = log
+            thread = LaneThread.of(consumer)
+        }
 
         /// The lane's one stop state: its consumer ended (the connection is gone: no ack can land
         /// and the broker requeues the delivery), or the lane abandoned what is in flight (the
@@ -199,49 +210,78 @@ public final class SendWorker: Service {
     }
 
     /// Takes one delivery on the consumer's thread (the lane's): reads it and, once admitted,
-    /// sends it and publishes its messages from callbacks on that thread (`LaneThread`: a step
-    /// given on another thread is handed back to it); the ack is written by that thread too
+    /// walks it from state to state (`LaneJobState`, `advance`) on that thread: a step given on
+    /// another thread is handed back to it (`LaneThread`); the ack is written by that thread too
     /// (`complete`), from wherever the broker's confirm came (the lane's loop publisher; the
-    /// publisher thread after a failed round). A job holds no task while FCM answers
-    /// nor while the broker confirms, whatever its number of targets; a task only waits out a
-    /// blocked broker or repeats a failed publish.
+    /// publisher thread after a failed round). A job holds no task while FCM answers nor while
+    /// the broker confirms, whatever its number of targets; a task only waits out a blocked
+    /// broker or repeats a failed publish.
     private func take(_ delivery: Delivery, on lane: Lane) {
         counters.deliveries.add(1, ordering: .relaxed)
         lane.tracker.enter()
-        let thread = LaneThread.of(lane.consumer)
         // A job waiting for the job admission is this callback, not a task: prefetched jobs of
         // many recipients cost their bytes while they wait.
         let intake = lane.processor.intake(body: delivery.body, headers: delivery.properties.headers)
-        lane.processor.admit(intake) { job in
-            guard lane.outbound.isBlocked else {
-                // Admitted at once, or by a permit another job gave back (on a publisher's thread).
-                guard thread.isHere else { return thread.run { self.send(delivery, job, on: lane, thread: thread) } }
-                return self.send(delivery, job, on: lane, thread: thread)
+        lane.processor.admit(intake) { admitted in
+            // Admitted at once, or by a permit another job gave back (on a publisher's thread).
+            lane.thread.run {
+                self.advance(LaneJob(delivery: delivery, admitted: admitted), .admitted(brokerBlocked: lane.outbound.isBlocked), on: lane)
             }
-            // New work waits out a broker alarm: its messages could not be confirmed anyway.
-            self.counters.jobTasks.add(1, ordering: .relaxed)
-            Task {
+        }
+    }
+
+    /// One delivery on its lane: what it carries and where it stands. A plain value that moves
+    /// with the job from step to step (each step's callback takes it along).
+    private struct LaneJob: Sendable {
+        let delivery: Delivery
+        let admitted: AdmittedJob
+        var state = LaneJobState()
+        /// Its messages and log record, once planned.
+        var processed: ProcessedJob?
+
+        init(delivery: Delivery, admitted: AdmittedJob) {
+            self.delivery = delivery
+            self.admitted = admitted
+        }
+    }
+
+    /// Advances `job` by `event` and takes the step its state names: the one place where a job
+    /// moves on. Waits (an alarm, FCM's answers, the broker's confirms) end in the next event.
+    private func advance(_ job: LaneJob, _ event: LaneJobState.Event, on lane: Lane) {
+        var job = job
+        switch job.state.advance(event) {
+        case .waitOutAlarm:
+            counters.jobTasks.add(1, ordering: .relaxed)
+            Task { [job] in
                 await lane.outbound.waitWhileBlocked(stop: lane.gaveUp)
-                thread.run { self.send(delivery, job, on: lane, thread: thread) }
+                lane.thread.run { self.advance(job, .alarmPassed, on: lane) }
             }
-        }
-    }
-
-    /// Sends an admitted job (nothing once the lane gave up), then settles it, on the lane's thread.
-    private func send(_ delivery: Delivery, _ job: AdmittedJob, on lane: Lane, thread: LaneThread) {
-        lane.processor.startSending(job, on: thread, stop: lane.gaveUp) { sent in
-            self.settle(delivery, job, lane.processor.conclude(job, sent), on: lane)
-        }
-    }
-
-    /// Publishes a processed job's messages until confirmed, then acks its delivery; gives the
-    /// job's admission back either way.
-    private func settle(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane) {
-        let jobLog = Self.jobLog(processed, lane.log)
-        guard readyToPublish(delivery, job, processed, on: lane, jobLog: jobLog) else { return lane.tracker.leave() }
-        lane.outbound.publish(processed.messages, stop: lane.gaveUp) { confirmed in
-            self.published(confirmed, delivery, job, processed, on: lane, jobLog: jobLog)
-            lane.tracker.leave()
+        case .send:
+            lane.processor.startSending(job.admitted, on: lane.thread, stop: lane.gaveUp) { [job] sent in
+                var job = job
+                let processed = lane.processor.conclude(job.admitted, sent)
+                job.processed = processed
+                let log = Self.jobLog(processed, lane.log)
+                if log.isDebugEnabled { JobLogLines.processed(processed, redelivered: job.delivery.redelivered, log: log) }
+                self.advance(job, .planned(laneGaveUp: lane.hasGivenUp), on: lane)
+            }
+        case .publish:
+            // From here on the sends happened: never requeue, publish until confirmed (or give up
+            // only when the lane does, leaving the delivery unacked).
+            counters.awaitingConfirm.add(1, ordering: .relaxed)
+            lane.outbound.publish(job.processed?.messages ?? [], stop: lane.gaveUp) { [job] confirmed in
+                self.counters.awaitingConfirm.subtract(1, ordering: .relaxed)
+                self.advance(job, .published(confirmed: confirmed), on: lane)
+            }
+        case .ack:
+            acked(job, on: lane)
+        case .abandon:
+            if let processed = job.processed {
+                Self.jobLog(processed, lane.log).debug(event == .planned(laneGaveUp: true)
+                    ? "lane gave up before publishing; the delivery stays unacked and comes back"
+                    : "lane gave up before the broker confirmed; the delivery stays unacked and comes back")
+            }
+            end(job, on: lane)
         }
     }
 
@@ -251,40 +291,26 @@ public final class SendWorker: Service {
         log.isDebugEnabled ? log.with(processed.record.fields) : log
     }
 
-    /// Before a job's messages are published: false, with its admission given back, when the lane
-    /// gave up (the delivery stays unacked and comes back).
-    private func readyToPublish(_ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane,
-                                jobLog: Logger) -> Bool {
-        if jobLog.isDebugEnabled { JobLogLines.processed(processed, redelivered: delivery.redelivered, log: jobLog) }
-        if lane.hasGivenUp {
-            jobLog.debug("lane gave up before publishing; the delivery stays unacked and comes back")
-            lane.processor.release(job)
-            return false
+    /// A job whose messages were all confirmed: acks its delivery, counts and logs it, then ends it.
+    private func acked(_ job: LaneJob, on lane: Lane) {
+        if let processed = job.processed {
+            let messages = processed.messages
+            counters.count(messages)
+            metrics.count(messages, appID: processed.record.appLabel)
+            lane.consumer.complete(job.delivery.deliveryTag)
+            counters.acked.add(1, ordering: .relaxed)
+            Self.jobLog(processed, lane.log).debug("published, confirmed and acked",
+                                                  ["messages": "\(messages.count)", "delivery_tag": "\(job.delivery.deliveryTag)"])
+            JobLogLines.settled(messages, record: processed.record, log: lane.log)
         }
-        // From here on the sends happened: never requeue, publish until confirmed (or give up
-        // only when the lane does, leaving the delivery unacked).
-        counters.awaitingConfirm.add(1, ordering: .relaxed)
-        return true
+        end(job, on: lane)
     }
 
-    /// After a job's publishes: acks the delivery when every message was confirmed, counts and
-    /// logs it. Gives the job's admission back either way: it held it until settled, so that
+    /// A job's end, acked or abandoned: gives its admission back (held until settled, so that
     /// while the broker is slow to confirm the jobs behind wait unsent instead of piling up
-    /// their results here.
-    private func published(_ confirmed: Bool, _ delivery: Delivery, _ job: AdmittedJob, _ processed: ProcessedJob, on lane: Lane,
-                           jobLog: Logger) {
-        counters.awaitingConfirm.subtract(1, ordering: .relaxed)
-        defer { lane.processor.release(job) }
-        guard confirmed else {
-            jobLog.debug("lane gave up before the broker confirmed; the delivery stays unacked and comes back")
-            return
-        }
-        let messages = processed.messages
-        counters.count(messages)
-        metrics.count(messages, appID: processed.record.appLabel)
-        lane.consumer.complete(delivery.deliveryTag)
-        counters.acked.add(1, ordering: .relaxed)
-        jobLog.debug("published, confirmed and acked", ["messages": "\(messages.count)", "delivery_tag": "\(delivery.deliveryTag)"])
-        JobLogLines.settled(messages, record: processed.record, log: lane.log)
+    /// their results here) and leaves the lane's deliveries in flight.
+    private func end(_ job: LaneJob, on lane: Lane) {
+        lane.processor.release(job.admitted)
+        lane.tracker.leave()
     }
 }
