@@ -132,11 +132,19 @@ public final class SendWorker: Service {
             counters.connectAttempts.add(1, ordering: .relaxed)
             try await outbound.connected()
             let tracker = InFlightTracker()
-            // Each delivery is taken on the consumer's thread, as it is read (`take`).
+            // Each delivery is taken on the consumer's thread, as it is read (`take`), on the
+            // session's one `Lane` (built at the first delivery: it needs the consumer).
+            let session = Mutex<Lane?>(nil)
             let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.queue,
                                                         prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing,
                                                         handler: { delivery, consumer in
-                self.take(delivery, on: Lane(consumer: consumer, processor: processor, outbound: outbound, tracker: tracker, log: log))
+                let lane = session.withLock { lane in
+                    if let lane { return lane }
+                    let made = Lane(consumer: consumer, processor: processor, outbound: outbound, tracker: tracker, log: log)
+                    lane = made
+                    return made
+                }
+                self.take(delivery, on: lane)
             })
             log.info("consuming", ["queue": configuration.queue, "broker": configuration.settings.redactedURL,
                                    "prefetch": sizing.map { "\($0.initial) up to \($0.maxPrefetch), sized to \($0.budgetBytes) bytes" }
@@ -179,8 +187,10 @@ public final class SendWorker: Service {
     }
 
     /// What a lane's jobs use of it: its consumer (whose thread is the lane's), its share of the
-    /// processor, its publisher and its deliveries in flight.
-    private struct Lane: Sendable {
+    /// processor, its publisher and its deliveries in flight. One per consumer session, shared by
+    /// reference: each step of a job captures it, and a copy of the struct would retain every
+    /// reference the processor holds.
+    private final class Lane: Sendable {
         let consumer: AMQPConsumer
         let processor: JobProcessor
         let outbound: OutboundPublisher
@@ -223,10 +233,12 @@ public final class SendWorker: Service {
         // many recipients cost their bytes while they wait.
         let intake = lane.processor.intake(body: delivery.body, headers: delivery.properties.headers)
         lane.processor.admit(intake) { admitted in
+            let job = LaneJob(delivery: delivery, admitted: admitted)
             // Admitted at once, or by a permit another job gave back (on a publisher's thread).
-            lane.thread.run {
-                self.advance(LaneJob(delivery: delivery, admitted: admitted), .admitted(brokerBlocked: lane.outbound.isBlocked), on: lane)
+            guard lane.thread.isHere else {
+                return lane.thread.run { self.advance(job, .admitted(brokerBlocked: lane.outbound.isBlocked), on: lane) }
             }
+            self.advance(job, .admitted(brokerBlocked: lane.outbound.isBlocked), on: lane)
         }
     }
 
