@@ -88,15 +88,15 @@ public struct JobProcessor: Sendable {
     /// about the job (so that it never reads back the headers it wrote): `intake`, `admit` and
     /// `process` in a row.
     ///
-    /// `stop` is asked once the job got its place in the send window: true (the lane gave up on
-    /// the delivery meanwhile) returns no messages and sends nothing.
-    public func processJob(body: Data, headers: AMQPTable, stop: @escaping @Sendable () -> Bool = { false }) async -> ProcessedJob {
+    /// `lane.hasGivenUp` is read once the job got its place in the send window: true (the lane
+    /// gave up on the delivery meanwhile) returns no messages and sends nothing.
+    public func processJob(body: Data, headers: AMQPTable, on lane: LaneThread = .anywhere) async -> ProcessedJob {
         let intake = intake(body: body, headers: headers)
         let admitted = await withCheckedContinuation { (c: CheckedContinuation<AdmittedJob, Never>) in
             admit(intake) { c.resume(returning: $0) }
         }
         defer { release(admitted) }
-        return await process(admitted, stop: stop)
+        return await process(admitted, on: lane)
     }
 
     /// Reads and checks a delivery of `body` carrying `headers`, synchronously: decode, App ID,
@@ -135,9 +135,9 @@ public struct JobProcessor: Sendable {
 
     /// Composes and sends the job's targets (`startSending`) and waits for the last answer, in
     /// the caller's task; then `conclude`.
-    public func process(_ admitted: AdmittedJob, stop: @escaping @Sendable () -> Bool = { false }) async -> ProcessedJob {
+    public func process(_ admitted: AdmittedJob, on lane: LaneThread = .anywhere) async -> ProcessedJob {
         let sent = await withCheckedContinuation { continuation in
-            startSending(admitted, stop: stop) { continuation.resume(returning: $0) }
+            startSending(admitted, on: lane) { continuation.resume(returning: $0) }
         }
         return conclude(admitted, sent)
     }
@@ -151,16 +151,15 @@ public struct JobProcessor: Sendable {
     /// from the thread of the last answer for `.anywhere`. A settled job has nothing to send:
     /// `sent` at once.
     ///
-    /// `stop` true (the lane gave up) before a target is sent leaves it and the rest unsent
-    /// (planned as not sent); true before the first one sends nothing and `conclude` gives no
+    /// The lane given up (`lane.hasGivenUp`) before a target is sent leaves it and the rest unsent
+    /// (planned as not sent); before the first one, nothing is sent and `conclude` gives no
     /// messages. A job the fleet cancels while its targets go out sends no more: the rest end
     /// `cancelled` in its plan, never sent twice.
-    public func startSending(_ admitted: AdmittedJob, on lane: LaneThread = .anywhere, stop: @escaping @Sendable () -> Bool,
-                             sent: @escaping @Sendable (SentJob) -> Void) {
+    public func startSending(_ admitted: AdmittedJob, on lane: LaneThread = .anywhere, sent: @escaping @Sendable (SentJob) -> Void) {
         guard case .ready(let ready) = admitted.intake.preparation else { return sent(SentJob(sends: nil)) }
         let control = control
         let context = TargetWalk.Context(ready: ready, sender: admitted.intake.sender, window: sendWindow,
-                                         unsentGauge: unsentGauge, urgent: isUrgent(ready.job), lane: lane, stop: stop,
+                                         unsentGauge: unsentGauge, urgent: isUrgent(ready.job), lane: lane,
                                          cancelled: { Self.isCancelled(ready.job, control: control) })
         TargetWalk.start(context) { sent(SentJob(sends: $0)) }
     }

@@ -11,9 +11,9 @@ import Synchronization
 /// Why: once a job's FCM sends happened, requeueing its delivery would send to every recipient
 /// again. So a publish failure (basic.nack from a full queue, a channel error, a lost or timed
 /// out connection, a refused reconnect) never gives the delivery back: the messages not yet
-/// confirmed are retried, the ones confirmed are not published twice. Only the caller can end
-/// the loop (`stop` true: shutdown deadline passed, or the consumer connection is gone), and
-/// then the delivery stays unacked.
+/// confirmed are retried, the ones confirmed are not published twice. Only the job's lane can
+/// end the loop (`LaneThread.hasGivenUp`: the shutdown deadline passed, or the consumer
+/// connection is gone), and then the delivery stays unacked.
 ///
 /// Two kinds of connection serve it. The job whose answer came on a loop thread (a lane's
 /// consumer thread) publishes through that loop's `LoopPublisher`, opened for it on first use:
@@ -107,13 +107,13 @@ final class OutboundPublisher: Sendable {
     }
 
     /// Waits while the broker has publishing blocked (new work would only pile up unconfirmed),
-    /// or until `stop` says to give up.
-    func waitWhileBlocked(stop: @Sendable () -> Bool) async {
-        while isBlocked && !stop() { try? await Task.sleep(for: .milliseconds(100)) }
+    /// or until `lane` gives up.
+    func waitWhileBlocked(for lane: LaneThread) async {
+        while isBlocked && !lane.hasGivenUp { try? await Task.sleep(for: .milliseconds(100)) }
     }
 
     /// Publishes `messages` until the broker confirmed every one, then calls `done(true)`;
-    /// `done(false)` only when `stop()` turned true first (the caller then leaves its delivery
+    /// `done(false)` only when `lane` gave up first (the caller then leaves its delivery
     /// unacked). What failed is published again (reconnecting if the connection died) with
     /// `backoff` between rounds; what was confirmed is not published twice.
     ///
@@ -121,12 +121,12 @@ final class OutboundPublisher: Sendable {
     /// that takes publishes, else to the current publisher when it is alive and not blocked,
     /// and `done` is called from the thread of that publisher. A failed round, and a first round
     /// with no publisher to take it now, go on in a task (counted in `jobTasks`).
-    func publish(_ messages: [OutboundMessage], stop: @escaping @Sendable () -> Bool, done: @escaping @Sendable (Bool) -> Void) {
+    func publish(_ messages: [OutboundMessage], for lane: LaneThread, done: @escaping @Sendable (Bool) -> Void) {
         let started = firstRound(messages) { failedRound in
             guard let failedRound else { return done(true) }
-            self.inTask(done) { await self.republish(failedRound, stop: stop) }
+            self.inTask(done) { await self.republish(failedRound, for: lane) }
         }
-        if !started { inTask(done) { await self.publish(messages, fromRound: 0, stop: stop) } }
+        if !started { inTask(done) { await self.publish(messages, fromRound: 0, for: lane) } }
     }
 
     /// Runs `rounds` in a task of its own and gives its answer to `done`.
@@ -154,10 +154,10 @@ final class OutboundPublisher: Sendable {
 
     /// Carries on after a failed first round, as the rounds of a task do after theirs: the same
     /// connection rules, backoff and log line, then the next rounds.
-    private func republish(_ round: FailedRound, stop: @Sendable () -> Bool) async -> Bool {
+    private func republish(_ round: FailedRound, for lane: LaneThread) async -> Bool {
         await dropIfRefusing(round)
-        await pause(round: 1, pending: round.failed.count, failure: round.failed[0].error, stop: stop)
-        return await publish(round.failed.map(\.message), fromRound: 1, stop: stop)
+        await pause(round: 1, pending: round.failed.count, failure: round.failed[0].error, for: lane)
+        return await publish(round.failed.map(\.message), fromRound: 1, for: lane)
     }
 
     /// A round of publishes the broker did not all confirm: the ones it did not, with why.
@@ -170,12 +170,12 @@ final class OutboundPublisher: Sendable {
         let index: Int
     }
 
-    /// Rounds of publishes from round `first` on, until all are confirmed or `stop`.
-    private func publish(_ messages: [OutboundMessage], fromRound first: Int, stop: @Sendable () -> Bool) async -> Bool {
+    /// Rounds of publishes from round `first` on, until all are confirmed or `lane` gave up.
+    private func publish(_ messages: [OutboundMessage], fromRound first: Int, for lane: LaneThread) async -> Bool {
         var pending = messages
         var round = first
         while !pending.isEmpty {
-            if stop() { return false }
+            if lane.hasGivenUp { return false }
             let failure: any Error
             do {
                 let (publisher, generation) = try await connected()
@@ -188,7 +188,7 @@ final class OutboundPublisher: Sendable {
                 failure = error
             }
             round += 1
-            await pause(round: round, pending: pending.count, failure: failure, stop: stop)
+            await pause(round: round, pending: pending.count, failure: failure, for: lane)
         }
         return true
     }
@@ -205,9 +205,9 @@ final class OutboundPublisher: Sendable {
     }
 
     /// Counts a failed round of `publish`, logs it (the first and every tenth) and
-    /// waits out its backoff, or until `stop`. A function of its own, so that the common path's
+    /// waits out its backoff, or until `lane` gives up. A function of its own, so that the common path's
     /// frame, which every job in flight holds, stays small.
-    private func pause(round: Int, pending: Int, failure: any Error, stop: @Sendable () -> Bool) async {
+    private func pause(round: Int, pending: Int, failure: any Error, for lane: LaneThread) async {
         counters.republished.add(pending, ordering: .relaxed)
         let delay = backoff.delay(afterFailures: round)
         if round == 1 || round.isMultiple(of: 10) {
@@ -215,7 +215,7 @@ final class OutboundPublisher: Sendable {
                         ["error": "\(failure)", "messages": "\(pending)", "round": "\(round)", "in": "\(delay)"])
         }
         let until = ContinuousClock.now + delay
-        while ContinuousClock.now < until && !stop() { try? await Task.sleep(for: min(.milliseconds(100), until - .now)) }
+        while ContinuousClock.now < until && !lane.hasGivenUp { try? await Task.sleep(for: min(.milliseconds(100), until - .now)) }
     }
 
     /// Closes the connection without waiting for confirms (called once the lane is done: what is

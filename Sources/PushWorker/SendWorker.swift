@@ -196,7 +196,9 @@ public final class SendWorker: Service {
         let outbound: OutboundPublisher
         let tracker: InFlightTracker
         let log: Logger
-        /// The lane's thread, its consumer's: every step of its jobs runs there.
+        /// The lane's thread, its consumer's: every step of its jobs runs there. Given up
+        /// (`thread.hasGivenUp`) once the consumer ended or the tracker abandoned: its jobs then
+        /// send and publish nothing more and leave their deliveries unacked.
         let thread: LaneThread
 
         init(consumer: AMQPConsumer, processor: JobProcessor, outbound: OutboundPublisher, tracker: InFlightTracker, log: Logger) {
@@ -205,18 +207,8 @@ public final class SendWorker: Service {
             self.outbound = outbound
             self.tracker = tracker
             self.log = log
-            thread = LaneThread.of(consumer)
+            thread = LaneThread.of(consumer, abandonedBy: tracker)
         }
-
-        /// The lane's one stop state: its consumer ended (the connection is gone: no ack can land
-        /// and the broker requeues the delivery), or the lane abandoned what is in flight (the
-        /// shutdown deadline passed). A job then sends nothing more and leaves its delivery
-        /// unacked. The consumer's own end is read first: it is known on the consumer's thread
-        /// before the lane's task hears of the loss and abandons.
-        var hasGivenUp: Bool { consumer.hasEnded || tracker.isAbandoned }
-
-        /// `hasGivenUp`, for the walk and the publisher to ask as they go.
-        var gaveUp: @Sendable () -> Bool { { [self] in hasGivenUp } }
     }
 
     /// Takes one delivery on the consumer's thread (the lane's): reads it and, once admitted,
@@ -265,23 +257,23 @@ public final class SendWorker: Service {
         case .waitOutAlarm:
             counters.jobTasks.add(1, ordering: .relaxed)
             Task { [job] in
-                await lane.outbound.waitWhileBlocked(stop: lane.gaveUp)
+                await lane.outbound.waitWhileBlocked(for: lane.thread)
                 lane.thread.run { self.advance(job, .alarmPassed, on: lane) }
             }
         case .send:
-            lane.processor.startSending(job.admitted, on: lane.thread, stop: lane.gaveUp) { [job] sent in
+            lane.processor.startSending(job.admitted, on: lane.thread) { [job] sent in
                 var job = job
                 let processed = lane.processor.conclude(job.admitted, sent)
                 job.processed = processed
                 let log = Self.jobLog(processed, lane.log)
                 if log.isDebugEnabled { JobLogLines.processed(processed, redelivered: job.delivery.redelivered, log: log) }
-                self.advance(job, .planned(laneGaveUp: lane.hasGivenUp), on: lane)
+                self.advance(job, .planned(laneGaveUp: lane.thread.hasGivenUp), on: lane)
             }
         case .publish:
             // From here on the sends happened: never requeue, publish until confirmed (or give up
             // only when the lane does, leaving the delivery unacked).
             counters.awaitingConfirm.add(1, ordering: .relaxed)
-            lane.outbound.publish(job.processed?.messages ?? [], stop: lane.gaveUp) { [job] confirmed in
+            lane.outbound.publish(job.processed?.messages ?? [], for: lane.thread) { [job] confirmed in
                 self.counters.awaitingConfirm.subtract(1, ordering: .relaxed)
                 self.advance(job, .published(confirmed: confirmed), on: lane)
             }

@@ -132,10 +132,9 @@ final class TargetWalk: Sendable {
         let window: PermitPool?
         let unsentGauge: HighWaterGauge?
         let urgent: Bool
-        /// The job's thread: turns and answers given elsewhere are handed back to it.
+        /// The job's lane: turns and answers given elsewhere are handed back to its thread; once
+        /// it gave up (`hasGivenUp`), nothing more is sent.
         let lane: LaneThread
-        /// True when the lane gave up on the delivery: nothing more is sent.
-        let stop: @Sendable () -> Bool
         /// True when the fleet cancelled the job since it was read.
         let cancelled: @Sendable () -> Bool
     }
@@ -146,10 +145,10 @@ final class TargetWalk: Sendable {
 
     /// Starts sending `context.ready`'s targets (called on the job's thread); `sent` gets what they
     /// gave once the last send answered (on the job's thread while its lane consumes; where the
-    /// last answer came once the lane's consumer ended), or nil when `stop` said so before the first
-    /// send (nothing was sent).
+    /// last answer came once the lane's consumer ended), or nil when the lane gave up before the
+    /// first send (nothing was sent).
     static func start(_ context: Context, sent: @escaping @Sendable (TargetSends?) -> Void) {
-        if context.stop() { return sent(nil) }
+        if context.lane.hasGivenUp { return sent(nil) }
         let walk = TargetWalk(context, sent: sent)
         if walk.state.withLock({ $0.enter() }) { walk.run() }
     }
@@ -205,10 +204,10 @@ final class TargetWalk: Sendable {
     /// False when the walk ended here: the lane gave up before the first send (`sent(nil)`).
     private func send(_ index: Int, placed: Bool) -> Bool {
         let window = context.window
-        let stopped = context.stop()
-        if stopped || context.cancelled() {
+        let laneGaveUp = context.lane.hasGivenUp
+        if laneGaveUp || context.cancelled() {
             window?.release(1)
-            if index == 0 && stopped {
+            if index == 0 && laneGaveUp {
                 sent(nil)
                 return false
             }

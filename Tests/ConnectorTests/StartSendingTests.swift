@@ -6,7 +6,7 @@ import Testing
 @testable import Connector
 
 /// `JobProcessor.startSending`, the worker's path for every job: the sends are started from
-/// callbacks and what they gave handed to `conclude`, with the same send window, `stop` and
+/// callbacks and what they gave handed to `conclude`, with the same send window, lane give-up and
 /// plan as `process` (real emulator, real FCM client, no broker).
 @Suite(.timeLimit(.minutes(1))) struct StartSendingTests {
     typealias Setup = StreamedJobTests.Setup
@@ -17,10 +17,10 @@ import Testing
         var job: AdmittedJob? { state.withLock { $0.job } }
         var sent: SentJob? { state.withLock { $0.sent } }
 
-        init(_ processor: JobProcessor, _ body: Data, stop: @escaping @Sendable () -> Bool = { false }) {
+        init(_ processor: JobProcessor, _ body: Data, lane: LaneThread = .anywhere) {
             processor.admit(processor.intake(body: body, headers: [:])) { job in
                 self.state.withLock { $0.job = job }
-                processor.startSending(job, stop: stop) { result in self.state.withLock { $0.sent = result } }
+                processor.startSending(job, on: lane) { result in self.state.withLock { $0.sent = result } }
             }
         }
 
@@ -85,7 +85,8 @@ import Testing
     @Test func aLaneThatGaveUpSendsNothingAndConcludesWithNoMessages() async throws {
         let setup = try Setup(window: 2)
         let processor = setup.processor
-        let gone = Started(processor, StreamedJobTests.job(recipients: 1, id: "gone"), stop: { true })
+        let gone = Started(processor, StreamedJobTests.job(recipients: 1, id: "gone"),
+                           lane: .anywhere(givingUpWhen: { true }))
         #expect(processor.conclude(try #require(gone.job), try await gone.waitForSent()).messages.isEmpty)
         #expect(setup.emulator.recordedMessages().isEmpty && processor.sendWindow?.available == 2)
     }

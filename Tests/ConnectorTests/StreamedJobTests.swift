@@ -107,14 +107,16 @@ import OSThread
             if emulator.recordedMessages().count >= 3 { gaveUp.store(true, ordering: .relaxed) }
             return gaveUp.load(ordering: .relaxed)
         }
-        let processed = await setup.processor.processJob(body: Self.job(recipients: 10, id: "cut"), headers: [:], stop: stop)
+        let processed = await setup.processor.processJob(body: Self.job(recipients: 10, id: "cut"), headers: [:],
+                                                         on: .anywhere(givingUpWhen: stop))
         #expect(setup.emulator.recordedMessages().compactMap(\.token) == ["dev-0", "dev-1", "dev-2"])
         let results = try sentResults(processed.messages)
         #expect(results.map(\.outcome) == [.sent, .sent, .sent], "the sent ones are reported")
         #expect(processed.messages.filter { $0.kind == .retry }.count == 1, "the rest is planned as not sent")
         #expect(setup.processor.sendWindow?.available == 1)
 
-        let none = await setup.processor.processJob(body: Self.job(recipients: 10, id: "none"), headers: [:], stop: { true })
+        let none = await setup.processor.processJob(body: Self.job(recipients: 10, id: "none"), headers: [:],
+                                                    on: .anywhere(givingUpWhen: { true }))
         #expect(none.messages.isEmpty)
         #expect(setup.emulator.recordedMessages().count == 3)
     }

@@ -116,10 +116,9 @@ import Testing
     }
 
     func context(_ ready: ReadyJob, _ sender: any PushSender, window: PermitPool? = nil, lane: LaneThread = .anywhere,
-                 stop: @escaping @Sendable () -> Bool = { false },
                  cancelled: @escaping @Sendable () -> Bool = { false }) -> TargetWalk.Context {
         TargetWalk.Context(ready: ready, sender: sender, window: window, unsentGauge: nil, urgent: false, lane: lane,
-                           stop: stop, cancelled: cancelled)
+                           cancelled: cancelled)
     }
 
     /// A sender that gives every turn and answer at once makes the walk a loop: the stack is as
@@ -180,8 +179,8 @@ import Testing
         let asked = Counter()
         let window = PermitPool(capacity: 2)
         // false when the walk starts, true once the first target has its turn.
-        let stop: @Sendable () -> Bool = { asked.add() > 1 }
-        TargetWalk.start(context(try Self.ready(recipients: 3), sender, window: window, stop: stop)) { outcome.record($0) }
+        let lane = LaneThread.anywhere(givingUpWhen: { asked.add() > 1 })
+        TargetWalk.start(context(try Self.ready(recipients: 3), sender, window: window, lane: lane)) { outcome.record($0) }
         #expect(sender.count == 0 && window.available == 2)
         #expect(outcome.count == 1 && outcome.last! == nil)
     }
