@@ -15,17 +15,27 @@ import AMQP
 /// A step handed over must not ask `isHere` again before doing its work: after the consumer
 /// ended it runs on the giver's thread, where the answer is still no.
 public struct LaneThread: Sendable {
-    private let here: (@Sendable () -> Bool)?
-    private let handOver: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
-    private let gaveUp: (@Sendable () -> Bool)?
+    /// The lane's three answers, built once per lane: a copy of the lane (each job's walk and
+    /// publish hold one) retains one object, not three closures.
+    private final class Answers: Sendable {
+        let here: (@Sendable () -> Bool)?
+        let handOver: (@Sendable (@escaping @Sendable () -> Void) -> Void)?
+        let gaveUp: (@Sendable () -> Bool)?
+
+        init(here: (@Sendable () -> Bool)?, handOver: (@Sendable (@escaping @Sendable () -> Void) -> Void)?,
+             gaveUp: (@Sendable () -> Bool)?) {
+            self.here = here
+            self.handOver = handOver
+            self.gaveUp = gaveUp
+        }
+    }
+    private let answers: Answers
 
     /// `isHere` tells whether the calling thread is the lane's; `hand` runs a step on it;
     /// `hasGivenUp` whether the lane gave up on its jobs.
     public init(isHere: @escaping @Sendable () -> Bool, hand: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
                 hasGivenUp: (@Sendable () -> Bool)? = nil) {
-        here = isHere
-        handOver = hand
-        gaveUp = hasGivenUp
+        answers = Answers(here: isHere, handOver: hand, gaveUp: hasGivenUp)
     }
 
     /// The thread of `consumer` while it consumes (`AMQPConsumer.isCurrentThread`, `execute`);
@@ -55,22 +65,20 @@ public struct LaneThread: Sendable {
 
     private init(here: (@Sendable () -> Bool)?, handOver: (@Sendable (@escaping @Sendable () -> Void) -> Void)?,
                  gaveUp: (@Sendable () -> Bool)?) {
-        self.here = here
-        self.handOver = handOver
-        self.gaveUp = gaveUp
+        answers = Answers(here: here, handOver: handOver, gaveUp: gaveUp)
     }
 
     /// True when a step may run here and now: on the lane's thread, or anywhere for `anywhere`.
-    public var isHere: Bool { here?() ?? true }
+    public var isHere: Bool { answers.here?() ?? true }
 
     /// True once the lane gave up on its jobs: they send nothing more, publish nothing more and
     /// leave their deliveries unacked (the broker requeues them).
-    public var hasGivenUp: Bool { gaveUp?() ?? false }
+    public var hasGivenUp: Bool { answers.gaveUp?() ?? false }
 
     /// Runs `step` on the lane's thread: now when called there, else handed to it (or, once the
     /// consumer ended, at once on this thread).
     public func run(_ step: @escaping @Sendable () -> Void) {
-        guard let handOver, !isHere else { return step() }
+        guard let handOver = answers.handOver, !isHere else { return step() }
         handOver(step)
     }
 }
