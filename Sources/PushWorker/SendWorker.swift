@@ -154,6 +154,10 @@ public final class SendWorker: Service {
             let error = await consume(consumer, tracker: tracker, lifecycle: lifecycle, log: log)
             status.lane(lane, consuming: false)
             await consumer.close()
+            // The session's lane holds the consumer, whose handler holds `session`: let go of it,
+            // or each session that got a delivery keeps its consumer (and wake-up fd) forever.
+            // Jobs still in flight hold the lane themselves.
+            session.withLock { $0 = nil }
             if let error {
                 counters.reconnects.add(1, ordering: .relaxed)
                 metrics.consumerReconnects.increment()
