@@ -29,6 +29,35 @@ import Testing
         try await broker.stopNode()
     }
 
+    /// Each consumer session that took a delivery builds a lane that holds its consumer; a closed
+    /// session must let go of both, or every reconnect keeps a consumer and its wake-up fd. Eight
+    /// cuts, each after jobs went through: the process's open descriptors stay where they were.
+    @Test func reconnectsKeepNoDescriptorOfAClosedSession() async throws {
+        let f = try await PipelineFixture(ownVhost: true)
+        let worker = try f.makeWorker(prefetch: 10)
+        let (shutdown, task) = f.startWorker(worker)
+        let cuts = 8
+        var descriptors: [Int] = []
+        for round in 0...cuts {
+            try await f.publish((0..<5).map { jobJSON("leak-\(round)-\($0)", tokens: ["dev-leak-\(round)-\($0)"]) })
+            _ = try await f.collectResults(covering: 5)
+            try await eventually("round \(round) acked") { try f.jobsSettled() }
+            descriptors.append(Self.openDescriptors())
+            guard round < cuts else { break }
+            try f.broker.closeAllConnections(vhost: f.settings.vhost, reason: "leak test cut \(round)")
+            try await eventually("reconnect \(round + 1)") { worker.counters.reconnects.load(ordering: .relaxed) >= round + 1 }
+        }
+        shutdown.trigger()
+        await task.value
+        #expect(worker.counters.reconnects.load(ordering: .relaxed) >= cuts)
+        // One leaked session costs at least its wake-up fd: eight cuts would add eight or more.
+        #expect(descriptors.last! - descriptors.first! <= 3, "open descriptors after each cut: \(descriptors)")
+    }
+
+    static func openDescriptors() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+    }
+
     /// SIGTERM while a memory alarm blocks publishing: the process exits 0 (close does not hang)
     /// and after the alarm every job completes. RabbitMQ blocks a connection when it publishes
     /// during the alarm, so the job in flight (whose result revealed the alarm) was sent and may be
