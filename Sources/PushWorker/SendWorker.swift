@@ -200,7 +200,9 @@ public final class SendWorker: Service {
         let outbound: OutboundPublisher
         let tracker: InFlightTracker
         let log: Logger
-        /// The lane's thread, its consumer's: every step of its jobs runs there. Given up
+        /// The lane's thread, its consumer's: every step of its jobs runs there (an answer that
+        /// comes elsewhere, a permit freed or a publish repeated in a task, is handed back;
+        /// after the consumer ended it runs where it came). Given up
         /// (`thread.hasGivenUp`) once the consumer ended or the tracker abandoned: its jobs then
         /// send and publish nothing more and leave their deliveries unacked.
         let thread: LaneThread
@@ -217,9 +219,8 @@ public final class SendWorker: Service {
 
     /// Takes one delivery on the consumer's thread (the lane's): reads it and, once admitted,
     /// walks it from state to state (`LaneJobState`, `advance`) on that thread: a step given on
-    /// another thread is handed back to it (`LaneThread`); the ack is written by that thread too
-    /// (`complete`), from wherever the broker's confirm came (the lane's loop publisher; the
-    /// publisher thread after a failed round). A job holds no task while FCM answers nor while
+    /// another thread is handed back to it (`LaneThread`), the broker's verdict on its messages
+    /// too, so that the ack is written there. A job holds no task while FCM answers nor while
     /// the broker confirms, whatever its number of targets; a task only waits out a blocked
     /// broker or repeats a failed publish.
     private func take(_ delivery: Delivery, on lane: Lane) {
@@ -244,12 +245,22 @@ public final class SendWorker: Service {
         let delivery: Delivery
         let admitted: AdmittedJob
         var state = LaneJobState()
-        /// Its messages and log record, once planned.
-        var processed: ProcessedJob?
+        /// Its messages and log record, set when planned (before `publish`, `ack` or `abandon`).
+        private var plan: ProcessedJob?
 
         init(delivery: Delivery, admitted: AdmittedJob) {
             self.delivery = delivery
             self.admitted = admitted
+        }
+
+        /// Its messages and log record: asked only from `publishing` on, where its state says it
+        /// was planned (the `planned` event is the one way out of `sending`).
+        var processed: ProcessedJob {
+            get {
+                guard let plan else { preconditionFailure("a job in phase \(state.phase) has no plan yet") }
+                return plan
+            }
+            set { plan = newValue }
         }
     }
 
@@ -277,18 +288,18 @@ public final class SendWorker: Service {
             // From here on the sends happened: never requeue, publish until confirmed (or give up
             // only when the lane does, leaving the delivery unacked).
             counters.awaitingConfirm.add(1, ordering: .relaxed)
-            lane.outbound.publish(job.processed?.messages ?? [], for: lane.thread) { [job] confirmed in
+            // The verdict comes on the lane's loop publisher (its thread) or, after a failed round,
+            // from a task: handed back, so that the ack and the job's end happen on the lane.
+            lane.outbound.publish(job.processed.messages, for: lane.thread) { [job] confirmed in
                 self.counters.awaitingConfirm.subtract(1, ordering: .relaxed)
-                self.advance(job, .published(confirmed: confirmed), on: lane)
+                lane.thread.run { self.advance(job, .published(confirmed: confirmed), on: lane) }
             }
         case .ack:
             acked(job, on: lane)
         case .abandon:
-            if let processed = job.processed {
-                Self.jobLog(processed, lane.log).debug(event == .planned(laneGaveUp: true)
-                    ? "lane gave up before publishing; the delivery stays unacked and comes back"
-                    : "lane gave up before the broker confirmed; the delivery stays unacked and comes back")
-            }
+            Self.jobLog(job.processed, lane.log).debug(event == .planned(laneGaveUp: true)
+                ? "lane gave up before publishing; the delivery stays unacked and comes back"
+                : "lane gave up before the broker confirmed; the delivery stays unacked and comes back")
             end(job, on: lane)
         }
     }
@@ -301,16 +312,14 @@ public final class SendWorker: Service {
 
     /// A job whose messages were all confirmed: acks its delivery, counts and logs it, then ends it.
     private func acked(_ job: LaneJob, on lane: Lane) {
-        if let processed = job.processed {
-            let messages = processed.messages
-            counters.count(messages)
-            metrics.count(messages, appID: processed.record.appLabel)
-            lane.consumer.complete(job.delivery.deliveryTag)
-            counters.acked.add(1, ordering: .relaxed)
-            Self.jobLog(processed, lane.log).debug("published, confirmed and acked",
-                                                  ["messages": "\(messages.count)", "delivery_tag": "\(job.delivery.deliveryTag)"])
-            JobLogLines.settled(messages, record: processed.record, log: lane.log)
-        }
+        let processed = job.processed, messages = processed.messages
+        counters.count(messages)
+        metrics.count(messages, appID: processed.record.appLabel)
+        lane.consumer.complete(job.delivery.deliveryTag)
+        counters.acked.add(1, ordering: .relaxed)
+        Self.jobLog(processed, lane.log).debug("published, confirmed and acked",
+                                              ["messages": "\(messages.count)", "delivery_tag": "\(job.delivery.deliveryTag)"])
+        JobLogLines.settled(messages, record: processed.record, log: lane.log)
         end(job, on: lane)
     }
 

@@ -75,4 +75,32 @@ import Testing
         }
         #expect(ways == 6)
     }
+
+    /// An event its phase cannot take is a programming error, never a job's fault: the process
+    /// stops rather than ack, publish or send on a wrong state. Each case runs in a child process.
+    @Test func anEventItsPhaseCannotTakeStopsTheProcess() async {
+        await #expect(processExitsWith: .failure, "an answer before the send") {
+            var state = LaneJobState()
+            _ = state.advance(.planned(laneGaveUp: false))
+        }
+        await #expect(processExitsWith: .failure, "a confirm before the publish") {
+            var state = LaneJobState()
+            _ = state.advance(.admitted(brokerBlocked: false))
+            _ = state.advance(.published(confirmed: true))
+        }
+        await #expect(processExitsWith: .failure, "an event after the end") {
+            var state = LaneJobState()
+            for event: LaneJobState.Event in [.admitted(brokerBlocked: false), .planned(laneGaveUp: false),
+                                              .published(confirmed: true), .published(confirmed: true)] {
+                _ = state.advance(event)
+            }
+        }
+        await #expect(processExitsWith: .success, "a whole life, for contrast") {
+            var state = LaneJobState()
+            for event: LaneJobState.Event in [.admitted(brokerBlocked: true), .alarmPassed, .planned(laneGaveUp: false),
+                                              .published(confirmed: false)] {
+                _ = state.advance(event)
+            }
+        }
+    }
 }
