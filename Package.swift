@@ -70,7 +70,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector", "ServiceRuntime"], swiftSettings: swiftSettings),
-        .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
+        .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit", "TestProcessSetup"], swiftSettings: swiftSettings),
         // Benchmark driver for the FCM client (bench/fcm/run.sh runs it against fcm-emulator).
         .executableTarget(name: "fcm-bench", dependencies: ["FCM"], path: "bench/fcm/Sources",
                           swiftSettings: swiftSettings),
@@ -80,12 +80,15 @@ let package = Package(
                           swiftSettings: swiftSettings),
         .executableTarget(name: "amqp-bench", dependencies: ["AMQP"], path: "bench/amqp/Sources", swiftSettings: swiftSettings),
 
-        .testTarget(name: "PushCoreTests", dependencies: ["PushCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "FCMTests", dependencies: ["FCM", "OSThread", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
-        .testTarget(name: "AMQPTests", dependencies: ["AMQP", "OSThread", "BrokerHarness"], swiftSettings: swiftSettings),
-        .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit"], swiftSettings: swiftSettings),
-        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "PushCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "HTTPServer", "EventStorage", "ConfigurationFiles", "CLIKit", "PushWorker", "PushEvents", "DeadLetterTools", "EmulatorKit", "BrokerHarness"], swiftSettings: swiftSettings),
+        // Every test binary ignores SIGPIPE as the shipped binaries do (a constructor, before any test).
+        .target(name: "TestProcessSetup", path: "Sources/TestProcessSetup"),
+
+        .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "TestProcessSetup"], swiftSettings: swiftSettings),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "OSThread", "EmulatorKit", "BrokerHarness", "TestProcessSetup"], swiftSettings: swiftSettings),
+        .testTarget(name: "AMQPTests", dependencies: ["AMQP", "OSThread", "BrokerHarness", "TestProcessSetup"], swiftSettings: swiftSettings),
+        .testTarget(name: "EmulatorKitTests", dependencies: ["EmulatorKit", "TestProcessSetup"], swiftSettings: swiftSettings),
+        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "PushCore", "TestProcessSetup"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConnectorTests", dependencies: ["Connector", "ServiceRuntime", "HTTPServer", "EventStorage", "ConfigurationFiles", "CLIKit", "PushWorker", "PushEvents", "DeadLetterTools", "EmulatorKit", "BrokerHarness", "TestProcessSetup"], swiftSettings: swiftSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -20,18 +20,29 @@ done
 # Serial: on two cores, parallel integration tests (real broker, real processes, rabbitmqctl)
 # starve each other's tasks; serial runs are deterministic and take about 9 minutes a line (the
 # broker outage and restart tests take most of it).
-summary=() failed=0
+summary=() digest=() failed=0
+logs=$(mktemp -d)
 for entry in $lines; do
   line=${entry%%:*} filter=() scope="whole suite"
   if [ "$entry" = "$line:broker" ]; then filter=(--filter "$broker_facing") scope="broker-facing suites"; fi
   version=$(scripts/rabbitmq-lines.sh version "$line")
   echo "== RabbitMQ $line ($version): $scope"
   started=$(date +%s)
-  status=0
-  PUSH_TEST_RABBITMQ_LINE=$line swift test --skip-build --no-parallel "${filter[@]}" "$@" || status=$?
+  status=0 log="$logs/$line.log"
+  PUSH_TEST_RABBITMQ_LINE=$line swift test --skip-build --no-parallel "${filter[@]}" "$@" 2>&1 | tee "$log" || status=$?
   summary+=("RabbitMQ $line ($version), $scope: $([ $status = 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - started )) s")
-  [ $status = 0 ] || failed=1
+  if [ $status != 0 ]; then
+    failed=1
+    # What failed, repeated at the end (a CI page often shows only the tail): the failed tests'
+    # lines, the test that was running when the process stopped, and the run's last lines.
+    digest+=("-- RabbitMQ $line: failed tests and issues"
+             "$(grep -E '✘|error:|Fatal error|fatal error|[Cc]rash|signal' "$log" | head -40 || true)"
+             "-- RabbitMQ $line: the last test started: $(grep -E '◇ Test .* started|Test Case .* started' "$log" | tail -1 || true)"
+             "-- RabbitMQ $line: the run's last 25 lines"
+             "$(tail -25 "$log")")
+  fi
 done
+[ ${#digest[@]} = 0 ] || printf '%s\n' "${digest[@]}"
 printf '%s\n' "${summary[@]}"
 [ $failed = 0 ] || { echo "test.sh: the suite failed on a RabbitMQ line (above)" >&2; exit 1; }
 # The deployment files (compose, k8s, systemd, alerts, Dockerfile, shell scripts), checked on

@@ -26,7 +26,7 @@ import Testing
         locker.standardInput = input
         locker.standardOutput = FileHandle.nullDevice
         try locker.run()
-        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\n".utf8))
+        try input.fileHandleForWriting.write(contentsOf: Data("BEGIN IMMEDIATE;\n".utf8))
         try await Task.sleep(for: .milliseconds(300))
 
         let total = 100
@@ -38,7 +38,7 @@ import Testing
         await publisher.close()
         try await Task.sleep(for: .seconds(35))
         #expect((try? FunnelQuery.run(path: db, scope: .all).unlinkedEvents) ?? 0 == 0, "stored through the lock?")
-        input.fileHandleForWriting.write(Data("COMMIT;\n.quit\n".utf8))
+        try input.fileHandleForWriting.write(contentsOf: Data("COMMIT;\n.quit\n".utf8))
         try input.fileHandleForWriting.close()
         locker.waitUntilExit()
 

@@ -45,7 +45,7 @@ enum Curl {
         process.standardError = output
         process.standardInput = inputPipe
         try process.run()
-        if let input { inputPipe.fileHandleForWriting.write(Data(input.utf8)) }
+        if let input { try inputPipe.fileHandleForWriting.write(contentsOf: Data(input.utf8)) }
         try inputPipe.fileHandleForWriting.close()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
