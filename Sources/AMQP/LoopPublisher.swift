@@ -306,10 +306,10 @@ public final class LoopPublisher: PollSource {
             count += 1
             switch frame {
             case .ack, .returned:
-                tracker.apply(frame, resume: BatchConfirms.Waiter.resume)
+                settle { tracker.apply(frame, resume: $0) }
             case .nack:
                 retiring = true
-                tracker.apply(frame, resume: BatchConfirms.Waiter.resume)
+                settle { tracker.apply(frame, resume: $0) }
             case .channelClosed(_, let error):
                 throw error
             case .blocked(let reason):
@@ -324,6 +324,16 @@ public final class LoopPublisher: PollSource {
             }
             connection.releaseBuffers()
         }
+    }
+
+    /// Runs `change` on the tracker and only then calls back the batches it settled: a batch's
+    /// callback may publish again on this publisher (a job acked frees room for the next, whose
+    /// messages come at once), which adds to the tracker; called from inside the change, that
+    /// access overlapped the tracker's own and the exclusivity check stopped the process.
+    private func settle(_ change: (_ resume: (BatchConfirms.Waiter, Result<Void, AMQPError>) -> Void) -> Void) {
+        var settled: [(BatchConfirms.Waiter, Result<Void, AMQPError>)] = []
+        change { settled.append(($0, $1)) }
+        for (waiter, result) in settled { waiter.settle(result) }
     }
 
     private func setBlocked(_ blocked: Bool) {
@@ -341,7 +351,7 @@ public final class LoopPublisher: PollSource {
         setBlocked(false)
         frames.removeAll()
         written = 0
-        tracker.failAll(error, resume: BatchConfirms.Waiter.resume)
+        settle { tracker.failAll(error, resume: $0) }
         connection.close(timeout: options.closeTimeout, polite: polite)
         return nil
     }

@@ -45,6 +45,31 @@ import Testing
         #expect(try client.messageCount(queue: queue) == 500)
     }
 
+    /// A batch's callback may publish again on the same publisher: the worker's lane does when a
+    /// job's confirm acks it and frees room for the next job, whose messages may come at once (it
+    /// expired, or its project is paused). Called back from inside the publisher's confirm
+    /// bookkeeping, that publish overlapped it and Swift's exclusivity check stopped the process.
+    @Test func aBatchCallbackThatPublishesAgainOnTheSamePublisherIsConfirmed() async throws {
+        let broker = try await TestBroker.shared()
+        let settings = try broker.settings()
+        let queue = broker.uniqueName("loop-publisher-chain")
+        defer { try? broker.delete(queues: [queue], settings: settings) }
+        try declareTestQueue(queue, settings: settings)
+        let outcomes = Outcomes()
+        let links = 20
+        let settled = await onLoopThread { loop -> Bool in
+            guard let publisher = openPublisher(on: loop, settings) else { return false }
+            defer { loop.end(within: 0) }
+            publishChain(link: 0, of: links, to: queue, on: LoopThreadOnly(publisher), outcomes)
+            return loop.turn(until: { outcomes.count == links * 5 })
+        }
+        #expect(settled, "\(outcomes.count) of \(links * 5) settled")
+        #expect(outcomes.errors.isEmpty, "\(outcomes.errors.prefix(3))")
+        let client = try AMQPChannelClient(settings: settings)
+        defer { client.close() }
+        #expect(try client.messageCount(queue: queue) == UInt32(links * 5))
+    }
+
     /// (Over TCP: a TLS write is slower than the broker's reads and seldom fills the socket by
     /// itself; the stalled-relay tests below make it partial over TLS.)
     @Test func aBatchLargerThanTheSocketTakesIsWrittenOverSeveralTurnsAndConfirmed() async throws {
@@ -284,6 +309,23 @@ import Testing
         #expect(opened)
         #expect(outcomes.count == 200 && outcomes.errors.isEmpty, "\(outcomes.count) settled, \(outcomes.errors.prefix(3))")
     }
+}
+
+/// Publishes link `link` of a chain (five messages) on `publisher`; the link's callback publishes
+/// the next one on the same publisher, from inside the publisher's own confirm handling.
+private func publishChain(link: Int, of links: Int, to queue: String, on publisher: LoopThreadOnly<LoopPublisher>, _ outcomes: Outcomes) {
+    let batch = (0..<5).map { ConfirmingPublisher.Outgoing(exchange: "", routingKey: queue, body: Data("\(link)-\($0)".utf8)) }
+    let taken = publisher.value.publish(batch: batch) { settled in
+        outcomes.add(settled, onThread: true)
+        if link + 1 < links { publishChain(link: link + 1, of: links, to: queue, on: publisher, outcomes) }
+    }
+    #expect(taken, "link \(link) not taken")
+}
+
+/// A value used only on the loop's thread, carried through a callback the loop calls there.
+private struct LoopThreadOnly<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }
 
 /// A relay in front of the broker of `direct`, and the settings that reach the broker through it.

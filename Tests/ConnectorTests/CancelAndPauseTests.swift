@@ -100,6 +100,36 @@ import Testing
         _ = try await worker.terminate(within: .seconds(15))
     }
 
+    /// Jobs of a cancelled campaign waiting for the job admission behind a bigger one: each is let
+    /// in when the job ahead is confirmed, on the lane's loop publisher, inside its confirm
+    /// handling; having nothing to send, its walk ends at once and it publishes its results on that
+    /// same publisher, re-entering it. That overlapped the publisher's confirm bookkeeping and the
+    /// exclusivity check stopped the worker (every delivery in flight came back, a crash loop while
+    /// the backlog lasted). Now each ends `cancelled` and the worker runs on.
+    @Test func cancelledJobsLetInByAConfirmEndCancelledWithoutStoppingTheWorker() async throws {
+        let f = try await PipelineFixture()
+        let jobs = 12, recipients = 150
+        // --max-in-flight 100: a job of 150 takes the whole admission (2 × 100) for itself.
+        try await f.publish((0..<jobs).map { j in
+            jobJSON("big-\(j)", tokens: (0..<recipients).map { "slow200-\(j)-\($0)" }, extra: #","campaign":"BIG""#)
+        })
+        let worker = try WorkerProcess(f, ["--max-in-flight", "100", "--log-level", "warn"])
+        defer { _ = worker }
+        try await waitUntil(timeout: .seconds(20), "the first job is being sent") { f.emulator.recordedMessages().count >= 50 }
+        let (code, _, err) = await runCLI(["cancel", "--campaign", "BIG"] + common(f))
+        #expect(code == 0, "\(err)")
+        guard let results = try? await f.results(jobs * recipients, timeout: .seconds(60)) else {
+            Issue.record("not every result came; worker running: \(worker.process.isRunning); its log: \(worker.log.suffix(1500))")
+            return
+        }
+        #expect(worker.process.isRunning, "the worker stopped: \(worker.log.suffix(1500))")
+        #expect(Set(results.map(\.jobID)).count == jobs)
+        let sent = results.filter { $0.outcome == .sent }.count, cancelled = results.filter { $0.outcome == .cancelled }.count
+        #expect(sent + cancelled == jobs * recipients && cancelled >= (jobs - 3) * recipients, "sent \(sent), cancelled \(cancelled)")
+        #expect(sent == f.emulator.recordedMessages().count, "every send has its result, no other")
+        #expect(try await worker.terminate(within: .seconds(15)) == 0)
+    }
+
     /// While an App ID is paused the worker stays ready and counts it by reason; resumed, the
     /// count is gone.
     @Test func aPauseShowsInTheGaugeByReasonAndReadyzStaysReady() async throws {
