@@ -7,8 +7,12 @@ final class ServerContext: Sendable {
     let handler: any HTTPHandler
     let maxBodyBytes: Int
     let capturedHeaders: [String]
-    /// Connections suspended right now (awaiting a handler's asynchronous work).
+    /// Connections suspended right now (awaiting a handler's asynchronous work), counted before
+    /// the suspension; see `mayStopDaemon`.
     let suspended = Atomic<Int>(0)
+    /// Set by `MicroHTTPServer.stop`: from then on a request is answered at once (503), never
+    /// suspended, since libmicrohttpd aborts the process when stopped with a suspended connection.
+    let stopping = Atomic<Bool>(false)
     let asynchronousTimeout: Duration
     /// Bytes of request bodies held right now, across all requests, and the most allowed.
     let buffered = Atomic<Int>(0)
@@ -97,8 +101,16 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     case .now(let response):
         return queue(response, on: connection)
     case .later(let work):
+        // Counted, then the stop read: either `stop` sees this count and waits for the answer, or
+        // this sees the stop and answers now (both sequentially consistent, so one of them sees
+        // the other). A request on a kept-alive connection may come after `stop` quiesced.
+        server.suspended.add(1, ordering: .sequentiallyConsistent)
+        guard !server.stopping.load(ordering: .sequentiallyConsistent) else {
+            server.suspended.subtract(1, ordering: .releasing)
+            return queue(HTTPResponse(status: 503, text: #"{"error":{"code":"UNAVAILABLE","field":"$","message":"the server is stopping; retry later"}}"#)
+                .adding("Retry-After", "5"), on: connection)
+        }
         MHD_suspend_connection(connection)
-        server.suspended.add(1, ordering: .relaxed)
         let handle = ConnectionHandle(raw: connection)
         // The first of the work and the timeout answers; the connection is resumed exactly once.
         let answer = SuspendedAnswer(state: state, connection: handle, server: server)

@@ -41,7 +41,10 @@ public final class MicroHTTPServer: Sendable {
     /// The port the server listens on (the real one when 0 was asked).
     public let port: Int
     private nonisolated(unsafe) let daemon: OpaquePointer
+    /// The callbacks' context: passed retained to libmicrohttpd (released once the daemon
+    /// stopped), and held here too, so that the accessors below stay valid after `stop`.
     private let context: Unmanaged<ServerContext>
+    private let server: ServerContext
     private let stopped = Atomic<Bool>(false)
 
     /// Binds and starts serving; throws when the address cannot be bound.
@@ -79,6 +82,7 @@ public final class MicroHTTPServer: Sendable {
         }
         daemon = started
         self.context = context
+        server = context.takeUnretainedValue()
         port = Int(pc_mhd_bound_port(started))
     }
 
@@ -88,19 +92,28 @@ public final class MicroHTTPServer: Sendable {
     /// daemon is left to the process's exit rather than stopped. Idempotent.
     public func stop(deadline: Duration = .seconds(15)) async {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        _ = MHD_quiesce_daemon(daemon)
+        server.stopping.store(true, ordering: .sequentiallyConsistent)
+        // The listen socket quiesce hands back is ours to close (the daemon forgets it).
+        let listener = MHD_quiesce_daemon(daemon)
+        defer { if listener >= 0 { _ = close(listener) } }
         let until = ContinuousClock.now + deadline
-        while context.takeUnretainedValue().suspended.load(ordering: .acquiring) > 0 && ContinuousClock.now < until {
+        while server.suspended.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < until {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        guard context.takeUnretainedValue().suspended.load(ordering: .acquiring) == 0 else { return }
+        guard server.suspended.load(ordering: .sequentiallyConsistent) == 0 else { return }
         MHD_stop_daemon(daemon)
-        context.takeUnretainedValue().deadlines.stop()
+        server.deadlines.stop()
         context.release()
     }
 
+    /// True once `stop` began: requests are answered 503 at once from then on, never suspended.
+    public var isStopping: Bool { server.stopping.load(ordering: .relaxed) }
+
+    /// Requests suspended right now, awaiting their handler's asynchronous work.
+    public var suspendedRequests: Int { server.suspended.load(ordering: .relaxed) }
+
     /// Connections cut so far for missing the request deadline.
-    public var connectionsCutAtDeadline: Int { context.takeUnretainedValue().deadlines.cut.load(ordering: .relaxed) }
+    public var connectionsCutAtDeadline: Int { server.deadlines.cut.load(ordering: .relaxed) }
 
     /// The default connection limit: the soft `RLIMIT_NOFILE` minus a reserve of 128
     /// descriptors (broker connections, their wake-up pipes, the database, logs), at most 4 096

@@ -46,7 +46,7 @@ public struct DeadLetterExportCommand<Queue: DeadLetterQueueChoice>: Command {
             output = file
         }
         let now = Timestamp.now()
-        var exported = 0, read = 0, bytes = 0
+        var exported = 0, read = 0, bytes = 0, closed = false
         let pass = try DeadLetterQueuePass(settings: settings, queue: Queue.queue(topology), command: command)
         let progress = DlqProgress(label: "exporting", total: pass.initialCount, quiet: json)
         var buffer = Data()
@@ -71,13 +71,14 @@ public struct DeadLetterExportCommand<Queue: DeadLetterQueueChoice>: Command {
             bytes += buffer.count
             if path != "-" {
                 try output.synchronize()
+                closed = true  // closed once: a second close could close a descriptor opened since
                 try output.close()
                 guard rename(temporary, path) == 0 else { throw FileWriteError(code: errno) }
             }
         } catch {
             progress.finish()
             if path != "-" {
-                try? output.close()
+                if !closed { try? output.close() }
                 unlink(temporary)
             }
             throw CommandFailure("\(command): export to \(path) failed after \(exported) message(s), nothing written to \(path): \(error)")
