@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 
 func fail(_ message: String, status: Int32) -> Never {
-    FileHandle.standardError.write(Data("fcm-emulator: \(message)\n".utf8))
+    try? FileHandle.standardError.write(contentsOf: Data("fcm-emulator: \(message)\n".utf8))
     exit(status)
 }
 
@@ -42,7 +42,7 @@ case .serve(let configuration):
     }
     // Written straight to fd 1 (unbuffered): scripts wait for this line.
     let ready = "listening on \(emulator.baseURL)\n" + (configuration.requireAuth ? "" : "auth: off (--no-auth)\n")
-    FileHandle.standardOutput.write(Data(ready.utf8))
+    try? FileHandle.standardOutput.write(contentsOf: Data(ready.utf8))
     var received: Int32 = 0
     sigwait(&blocked, &received)
     emulator.stop()

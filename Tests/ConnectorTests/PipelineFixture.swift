@@ -81,7 +81,7 @@ final class PipelineFixture: Sendable {
                 try broker.deleteTopology(topology, extraQueues: extraQueues.withLock { $0 }, settings: settings)
             }
         } catch {
-            FileHandle.standardError.write(Data("PipelineFixture cleanup of \(topology.prefix) failed: \(error)\n".utf8))
+            try? FileHandle.standardError.write(contentsOf: Data("PipelineFixture cleanup of \(topology.prefix) failed: \(error)\n".utf8))
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
