@@ -22,6 +22,7 @@ done
 # broker outage and restart tests take most of it).
 summary=() digest=() failed=0
 logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 for entry in $lines; do
   line=${entry%%:*} filter=() scope="whole suite"
   if [ "$entry" = "$line:broker" ]; then filter=(--filter "$broker_facing") scope="broker-facing suites"; fi

@@ -8,7 +8,7 @@ final class ServerContext: Sendable {
     let maxBodyBytes: Int
     let capturedHeaders: [String]
     /// Connections suspended right now (awaiting a handler's asynchronous work), counted before
-    /// the suspension; see `mayStopDaemon`.
+    /// the suspension, so that `MicroHTTPServer.stop` never stops the daemon with one suspended.
     let suspended = Atomic<Int>(0)
     /// Set by `MicroHTTPServer.stop`: from then on a request is answered at once (503), never
     /// suspended, since libmicrohttpd aborts the process when stopped with a suspended connection.
