@@ -46,8 +46,8 @@ import Testing
     }
 
     /// A batch's callback may publish again on the same publisher: the worker's lane does when a
-    /// job's confirm acks it and frees room for the next job, whose messages may come at once (it
-    /// expired, or its project is paused). Called back from inside the publisher's confirm
+    /// job's confirm acks it and frees room for the next job, whose messages may come at once (its
+    /// campaign cancelled, its project paused). Called back from inside the publisher's confirm
     /// bookkeeping, that publish overlapped it and Swift's exclusivity check stopped the process.
     @Test func aBatchCallbackThatPublishesAgainOnTheSamePublisherIsConfirmed() async throws {
         let broker = try await TestBroker.shared()

@@ -1,3 +1,4 @@
+import BrokerHarness
 import Foundation
 import Glibc
 import HTTPServer
@@ -50,15 +51,14 @@ import Testing
     /// The listen socket `MHD_quiesce_daemon` hands back is the caller's to close: ten servers
     /// started and stopped leave the process's descriptors where they were (one leaked each before).
     @Test func startedAndStoppedServersLeaveNoDescriptorBehind() async throws {
-        func openDescriptors() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1 }
         var configuration = MicroHTTPServer.Configuration()
         configuration.port = 0
-        let before = openDescriptors()
+        let before = OpenDescriptors.count
         for _ in 0..<10 {
             let server = try MicroHTTPServer(configuration: configuration, handler: SlowHandler(delay: .zero))
             await server.stop()
         }
-        let after = openDescriptors()
+        let after = OpenDescriptors.count
         #expect(after - before < 5, "open descriptors \(before) → \(after)")
     }
 }

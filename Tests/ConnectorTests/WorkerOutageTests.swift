@@ -42,7 +42,7 @@ import Testing
             try await f.publish((0..<5).map { jobJSON("leak-\(round)-\($0)", tokens: ["dev-leak-\(round)-\($0)"]) })
             _ = try await f.collectResults(covering: 5)
             try await eventually("round \(round) acked") { try f.jobsSettled() }
-            descriptors.append(Self.openDescriptors())
+            descriptors.append(OpenDescriptors.count)
             guard round < cuts else { break }
             try f.broker.closeAllConnections(vhost: f.settings.vhost, reason: "leak test cut \(round)")
             // The consumer's own count: `counters.reconnects` also counts the publisher's.
@@ -53,10 +53,6 @@ import Testing
         #expect(worker.metrics.consumerReconnects.value >= cuts)
         // One leaked session costs at least its wake-up fd: eight cuts would add eight or more.
         #expect(descriptors.last! - descriptors.first! <= 3, "open descriptors after each cut: \(descriptors)")
-    }
-
-    static func openDescriptors() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
     }
 
     /// SIGTERM while a memory alarm blocks publishing: the process exits 0 (close does not hang)

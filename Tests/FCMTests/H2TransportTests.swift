@@ -55,10 +55,6 @@ import Testing
         return H2Transport(configuration: configuration)
     }
 
-    static func openDescriptors() -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
-    }
-
     @Test(arguments: [false, true])
     func threeHundredConcurrentSendsSucceed(tls: Bool) async throws {
         let fixture = try Fixture(tls: tls, configure: { $0.latency = .fixed(.milliseconds(20)) })
@@ -286,7 +282,7 @@ import Testing
             plain.stop()
             secure.stop()
         }
-        let before = Self.openDescriptors()
+        let before = OpenDescriptors.count
         var configuration = CurlTransportConfiguration()
         configuration.caFile = secure.directory + "/cert.pem"
         let transport = H2Transport(configuration: configuration)
@@ -300,9 +296,9 @@ import Testing
             }
             #expect(statuses.allSatisfy { $0 == 200 })
         }
-        #expect(Self.openDescriptors() > before)
+        #expect(OpenDescriptors.count > before)
         transport.shutdown()
         // The emulator closes its side of each connection on its own thread.
-        #expect(await eventually { Self.openDescriptors() <= before }, "\(Self.openDescriptors()) open, \(before) before")
+        #expect(await eventually { OpenDescriptors.count <= before }, "\(OpenDescriptors.count) open, \(before) before")
     }
 }
