@@ -39,7 +39,10 @@ let package = Package(
         .target(name: "EmulatorKit", dependencies: ["CNGHTTP2", "COpenSSL"], swiftSettings: swiftSettings),
         // What every long-running command runs on: logging, metrics, signals, start/drain/stop
         // (Service, ServiceGroup), backoff. Knows nothing of jobs, FCM or the broker.
-        .target(name: "ServiceRuntime", dependencies: ["PushCore", "CSystem"], swiftSettings: swiftSettings),
+        // argv as glibc gives it to initializers: CommandLine.arguments loses it under an LD_PRELOAD
+        // that moves the environment (libfaketime).
+        .target(name: "CProcessArguments", path: "Sources/CProcessArguments"),
+        .target(name: "ServiceRuntime", dependencies: ["PushCore", "CSystem", "CProcessArguments"], swiftSettings: swiftSettings),
         // Adapter: the small HTTP server (libmicrohttpd) of the events endpoint and the worker's
         // /healthz, /readyz, /metrics; and the probe `health` uses (libcurl).
         .target(name: "HTTPServer", dependencies: ["ServiceRuntime", "OSThread", "CMicroHTTPD", "CCurl"], swiftSettings: swiftSettings),
@@ -70,7 +73,7 @@ let package = Package(
                 swiftSettings: swiftSettings),
         // Thin executables: parse arguments, wire, run.
         .executableTarget(name: "push-connector", dependencies: ["Connector", "ServiceRuntime"], swiftSettings: swiftSettings),
-        .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit", "TestProcessSetup"], swiftSettings: swiftSettings),
+        .executableTarget(name: "fcm-emulator", dependencies: ["EmulatorKit", "TestProcessSetup", "CProcessArguments"], swiftSettings: swiftSettings),
         // Benchmark driver for the FCM client (bench/fcm/run.sh runs it against fcm-emulator).
         .executableTarget(name: "fcm-bench", dependencies: ["FCM"], path: "bench/fcm/Sources",
                           swiftSettings: swiftSettings),

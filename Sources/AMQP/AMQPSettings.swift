@@ -87,6 +87,12 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
         guard !parts.contains(where: \.isEmpty) else {
             throw .invalidURL("an empty entry in the comma-separated AMQP URL list")
         }
+        // A piece that is no URL means a raw comma inside one (most often in a password): the
+        // pieces would be parsed as host:port and quoted in the error, so name neither.
+        guard parts.allSatisfy({ $0.hasPrefix("amqp://") || $0.hasPrefix("amqps://") }) else {
+            throw .invalidURL("a ',' in the AMQP URL that does not start another amqp:// URL; "
+                              + "write a comma inside a user name or password as %2C")
+        }
         var first = try AMQPSettings(singleURL: parts[0])
         for part in parts.dropFirst() {
             let other = try AMQPSettings(singleURL: part)
@@ -153,7 +159,10 @@ public struct AMQPSettings: Sendable, Equatable, CustomStringConvertible {
         } else if let colon = hostPort.lastIndex(of: ":") {
             let portText = hostPort[hostPort.index(after: colon)...]
             guard let p = Int(portText), (1...65535).contains(p) else {
-                throw .invalidURL("bad port in \(Self.redact(url))")
+                // Without an '@' the "host:port" may be a user:password cut off by a stray
+                // character: quote nothing of it.
+                throw .invalidURL(authority.contains("@") ? "bad port in \(Self.redact(url))"
+                                  : "bad port (a user name and password need an '@' before the host)")
             }
             port = p
             host = try Self.decode(hostPort[..<colon], "host")

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import ServiceRuntime
 
 /// What `--check` prints: every option with its value and where it came from (secrets
 /// redacted), and the checks files get beyond existing (CA bundles hold certificates).
@@ -21,14 +22,9 @@ package enum CheckReport {
         return lines
     }
 
-    /// A URL with its password replaced by `***` (`amqp://user:***@host/`); other text unchanged.
-    package static func redact(_ value: String) -> String {
-        guard let scheme = value.firstRange(of: "://") else { return value }
-        let rest = value[scheme.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        guard let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { return value }
-        return String(value[..<rest.index(after: colon)]) + "***" + String(value[at...])
-    }
+    /// A connection string with its secrets masked (`amqp://user:***@host/`, `?password=***`);
+    /// other text unchanged.
+    package static func redact(_ value: String) -> String { SecretRedaction.redact(value) }
 
     /// Nil when `path` (if given) is a PEM bundle with at least one certificate, else why not.
     package static func caFileProblem(_ path: String?, option: OptionKey, command: String) -> String? {

@@ -1,6 +1,7 @@
 import CPostgres
 import FoundationEssentials
 import Glibc
+import ServiceRuntime
 
 /// One PostgreSQL connection (Debian's libpq through the CPostgres shim), opened from a
 /// `postgres://user[:password]@host[:port]/database[?params]` URL.
@@ -20,6 +21,13 @@ public final class PostgresDatabase: @unchecked Sendable {
     /// instead of hanging the caller for ever. A `connect_timeout` in the URL takes precedence.
     public init(url: String, connectTimeoutSeconds: Int = 10) throws(PostgresError) {
         redactedURL = Self.redact(url)
+        // Parsed first: libpq's own message for a malformed string quotes it, password and all.
+        var parseError: UnsafeMutablePointer<CChar>?
+        guard let parsed = PQconninfoParse(url, &parseError) else {
+            PQfreemem(parseError)
+            throw .connect(redactedURL, "not a valid PostgreSQL URL or connection string")
+        }
+        PQconninfoFree(parsed)
         // Keywords are applied in order and `dbname` is expanded (expand_dbname = 1), so a
         // connect_timeout in the URL overrides the one given before it.
         let keywords = ["connect_timeout", "dbname"], values = [String(max(2, connectTimeoutSeconds)), url]
@@ -105,24 +113,9 @@ public final class PostgresDatabase: @unchecked Sendable {
         return body(copies.map { $0.map { UnsafePointer($0) } })
     }
 
-    /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`; key=value strings mask
-    /// `password=`.
-    public static func redact(_ url: String) -> String {
-        func masked(_ pair: Substring) -> String { pair.lowercased().hasPrefix("password=") ? "password=***" : String(pair) }
-        guard let schemeEnd = url.firstRange(of: "://") else {
-            return url.split(separator: " ", omittingEmptySubsequences: false).map(masked).joined(separator: " ")
-        }
-        // user:password@ (the last @: a password may hold one), then any password= parameter.
-        var head = String(url[..<schemeEnd.upperBound]), rest = url[schemeEnd.upperBound...]
-        if let at = rest.lastIndex(of: "@") {
-            let userInfo = rest[..<at]
-            head += userInfo.firstIndex(of: ":").map { String(userInfo[..<$0]) + ":***" } ?? String(userInfo)
-            rest = rest[at...]
-        }
-        guard let query = rest.firstIndex(of: "?") else { return head + rest }
-        let parameters = rest[rest.index(after: query)...].split(separator: "&", omittingEmptySubsequences: false)
-        return head + rest[...query] + parameters.map(masked).joined(separator: "&")
-    }
+    /// `postgres://user:secret@host/db` → `postgres://user:***@host/db`; every password a URL's
+    /// query or a keyword/value string can carry is masked too (`SecretRedaction`).
+    public static func redact(_ url: String) -> String { SecretRedaction.redact(url) }
 }
 
 /// The rows of one statement, as text (nil for NULL). Frees libpq's result when released.

@@ -1,4 +1,5 @@
 import CSQLite
+import Glibc
 
 /// One SQLite connection (Debian's libsqlite3 through the CSQLite shim).
 ///
@@ -12,6 +13,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
     /// `synchronous=NORMAL` (durable at each checkpoint, consistent after a crash: a committed
     /// transaction survives a killed process) and a busy timeout for readers running alongside.
     public init(path: String, readOnly: Bool = false) throws(SQLiteError) {
+        if !readOnly { Self.createPrivately(path) }
         var db: OpaquePointer?
         let flags = readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
         let rc = sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, nil)
@@ -30,6 +32,17 @@ public final class SQLiteDatabase: @unchecked Sendable {
     }
 
     deinit { sqlite3_close_v2(handle) }
+
+    /// Creates a missing database file readable by its owner only (0600, whatever the umask):
+    /// it holds tokens and message ids. SQLite gives its `-wal` and `-shm` files the database
+    /// file's mode. An existing file keeps the mode its operator gave it.
+    private static func createPrivately(_ path: String) {
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return }  // exists already, or SQLite will say why it cannot open it
+        fchmod(descriptor, 0o600)  // the umask may have narrowed it further: exactly 0600
+        close(descriptor)
+    }
 
     /// Runs one or more statements without results.
     public func execute(_ sql: String) throws(SQLiteError) {

@@ -41,6 +41,21 @@ final class RequestState: @unchecked Sendable {
     init(request: HTTPRequest) { self.request = request }
 }
 
+/// Every value of the request header `name` (libmicrohttpd keeps each repeated header).
+private func headerValues(_ connection: OpaquePointer, _ name: String) -> [String] {
+    final class Found { let name: String; var values: [String] = []; init(_ name: String) { self.name = name } }
+    let found = Found(name)
+    withExtendedLifetime(found) {
+        _ = MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+            guard let cls, let key else { return .YES }
+            let found = Unmanaged<Found>.fromOpaque(cls).takeUnretainedValue()
+            if String(cString: key).lowercased() == found.name.lowercased() { found.values.append(value.map { String(cString: $0) } ?? "") }
+            return .YES
+        }, Unmanaged.passUnretained(found).toOpaque())
+    }
+    return found.values
+}
+
 /// A connection pointer carried to the task that resumes it.
 struct ConnectionHandle: @unchecked Sendable {
     let raw: OpaquePointer
@@ -56,6 +71,14 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
         var headers: [String: String] = [:]
         for name in server.capturedHeaders {
             if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name) { headers[name] = String(cString: value) }
+        }
+        // A request whose body length two headers disagree on is refused before its body is
+        // read and its connection closed (RFC 9112 §6.3): a proxy in front may have framed it
+        // the other way, and the leftover bytes would be read as a request of their own.
+        if let problem = BodyFraming.problem(contentLengths: headerValues(connection, "Content-Length"),
+                                            transferEncodings: headerValues(connection, "Transfer-Encoding")) {
+            return queue(HTTPResponse(status: 400, text: #"{"error":{"code":"BAD_FRAMING","field":"$","message":"\#(problem)"}}"#)
+                .adding("Connection", "close"), on: connection)
         }
         var request = HTTPRequest(method: method.map { String(cString: $0) } ?? "GET", path: path, headers: headers)
         // Answered before a byte of the body is read: refused by the handler (a wrong key), or

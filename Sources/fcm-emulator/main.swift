@@ -1,4 +1,5 @@
 // fcm-emulator: argument parsing and wiring only; the emulator lives in EmulatorKit.
+import CProcessArguments
 import EmulatorKit
 import Foundation
 import Glibc
@@ -9,7 +10,9 @@ func fail(_ message: String, status: Int32) -> Never {
 }
 
 let command: EmulatorCommand
-do { command = try EmulatorCommandLine.parse(Array(CommandLine.arguments.dropFirst())) } catch {
+// argv as glibc gave it (CProcessArguments): CommandLine.arguments is empty under libfaketime.
+let arguments = (1..<max(1, Int(process_arguments_count()))).map { process_argument(Int32($0)).map { String(cString: $0) } ?? "" }
+do { command = try EmulatorCommandLine.parse(arguments) } catch {
     fail(error.description, status: 2)
 }
 

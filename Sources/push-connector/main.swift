@@ -12,5 +12,5 @@ if let problem = ProcessHardening.disableCoreDumps() {
 }
 // Every command starts with the soft nofile limit raised to the hard one (see FileDescriptorLimit).
 FileDescriptorLimit.raiseSoftToHard()
-let code = await PushConnectorTool.main(Array(CommandLine.arguments.dropFirst()))
+let code = await PushConnectorTool.main(Array(ProcessArguments.all.dropFirst()))
 exit(code)

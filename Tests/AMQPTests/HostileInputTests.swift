@@ -21,6 +21,16 @@ import Testing
         #expect(error.map { !"\($0)".contains("ab/cd") && !"\($0)".contains("cd@") } == true, "\(String(describing: error))")
     }
 
+    /// A raw comma in a password splits the URL into a "list" whose first piece reads
+    /// `push:hunt` as host and port: the error names neither piece.
+    @Test(arguments: ["amqp://push:hunt,er2@rabbit:5672/", "amqp://push:hunt,er2@rabbit:5672/,amqp://push:hunt,er2@r2/",
+                      "amqps://push:hunt"])
+    func aRawCommaInAPasswordIsRefusedWithoutQuotingIt(url: String) {
+        let error = #expect(throws: AMQPError.self) { try AMQPSettings(url: url) }
+        #expect(error?.code == .invalidURL)
+        #expect(error.map { !"\($0)".contains("hunt") && !"\($0)".contains("er2") } == true, "\(String(describing: error))")
+    }
+
     @Test(arguments: [("amqp://h/?heartbeat=3000000000", "bad heartbeat"), ("amqp://[::1]:99999999999/", "bad port"),
                       ("amqp://[::1]:0/", "bad port")])
     func outOfRangeNumbersAreRefused(url: String, reason: String) {

@@ -84,14 +84,15 @@ final class WorkerProcess {
     let process = Process()
     let logPath: String
 
-    init(_ f: PipelineFixture, _ extra: [String]) throws {
+    /// `environment` is added to the child's (e.g. libfaketime's, for a clock of its own).
+    init(_ f: PipelineFixture, _ extra: [String], environment: [String: String] = [:]) throws {
         logPath = f.directory + "/worker-\(UUID().uuidString.prefix(6)).log"
         guard FileManager.default.createFile(atPath: logPath, contents: nil) else { throw FixtureError("cannot create \(logPath)") }
         process.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
         process.arguments = ["worker", "--config", f.appsFile, "--amqp-url", f.vhostURL, "--prefix", f.topology.prefix,
                              "--retry-tiers", f.topology.retryTiers.map { String($0.delaySeconds) }.joined(separator: ","),
                              "--fcm-url", f.emulator.baseURL, "--no-declare"] + extra
-        process.environment = ["PATH": "/usr/bin:/bin"]
+        process.environment = ["PATH": "/usr/bin:/bin"].merging(environment) { $1 }
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         try process.run()
     }

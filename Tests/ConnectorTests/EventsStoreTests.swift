@@ -29,6 +29,20 @@ import Testing
         #expect(funnel.clicked == 1 && funnel.events == 1 && funnel.recipients == 1)
     }
 
+    /// The file holds tokens and message ids: created 0600 with its WAL and shared-memory files,
+    /// even under umask 000 (the second audit found 0644).
+    @Test func aNewDatabaseFileIsReadableByItsOwnerOnlyWhateverTheUmask() throws {
+        let path = try temporaryDirectory() + "/events.db"
+        let previous = umask(0)
+        defer { umask(previous) }
+        let store = try SQLiteEventStore(path: path)
+        try store.store([.send(Self.result("j", "mnid2m.9.9.9.9.9", .sent))])
+        for file in [path, path + "-wal", path + "-shm"] {
+            let mode = try #require(FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+            #expect(mode == 0o600, "\(file): \(String(mode, radix: 8))")
+        }
+    }
+
     @Test func eventsAreKeyedOnEventIDElseOnMessageTypeAndTime() throws {
         let id = "mnid2m.2.2.2.2.2"
         #expect(EventStore.key(of: Self.event(.open, id, at: 1, eventID: "e-1")) == "id:shop-android:e-1")

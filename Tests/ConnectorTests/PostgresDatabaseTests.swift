@@ -65,8 +65,16 @@ import Testing
         ("postgres://push:p@ss@db/events", "postgres://push:***@db/events"),
         ("postgresql://db/events?user=push&password=s3cret&sslmode=require",
          "postgresql://db/events?user=push&password=***&sslmode=require"),
-        ("postgres://push@db/events?Password=s3cret", "postgres://push@db/events?password=***"),
+        ("postgres://push@db/events?Password=s3cret", "postgres://push@db/events?Password=***"),
         ("host=db user=push password=s3cret dbname=events", "host=db user=push password=*** dbname=events"),
+        // Found by the second audit: a percent-encoded name, sslpassword, a malformed pair that a
+        // reader could still decode, quoted and spaced keyword/value forms.
+        ("postgres://db/events?p%61ssword=s3cret&sslmode=require", "postgres://db/events?p%61ssword=***&sslmode=require"),
+        ("postgres://db/events?sslpassword=s3cret", "postgres://db/events?sslpassword=***"),
+        ("postgres://db/events?password%3Ds3cret", "postgres://db/events?***"),
+        ("host=db password = 's3 cret' dbname=events", "host=db password = *** dbname=events"),
+        ("host=db sslpassword=s3cret", "host=db sslpassword=***"),
+        ("host=db password='s3cret", "***"),
     ])
     func redactionMasksEveryPassword(url: String, expected: String) {
         #expect(PostgresDatabase.redact(url) == expected)

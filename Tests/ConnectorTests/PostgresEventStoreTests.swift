@@ -178,6 +178,16 @@ enum FunnelInput {
         #expect(env.0 == 0 && env.1.contains("postgresql://push:***@db/push") && !(env.1 + env.2).contains("hunter2"), "\(env)")
     }
 
+    /// The second audit's forms: `--check` and `stats` errors printed these verbatim.
+    @Test(arguments: ["postgres://push@127.0.0.1:1/push?p%61ssword=hunter2", "postgres://push@127.0.0.1:1/push?sslpassword=hunter2",
+                      "postgres://push@127.0.0.1:1/push?password%3Dhunter2", "postgres://push:hunter2@127.0.0.1:1/push?password=hunter2"])
+    func everyPasswordFormIsMaskedByCheckAndStats(url: String) async throws {
+        let check = await runCLI(["events", "--check", "--no-http", "--db", url])
+        #expect(!(check.1 + check.2).contains("hunter2"), "\(check)")
+        let stats = await runCLI(["stats", "--db", url])
+        #expect(stats.0 != 0 && !(stats.1 + stats.2).contains("hunter2"), "\(stats)")
+    }
+
     @Test func aMalformedPostgresURLIsRefusedWithoutItsPassword() async throws {
         let (code, out, err) = await runCLI(["events", "--check", "--no-http", "--db", "postgres://push:hunter2@db/push?nosuchoption=1"])
         #expect(code == 2, "\(out) \(err)")

@@ -1,7 +1,8 @@
-/// `%XX` escapes in the user and password of an AMQP URL (RFC 3986), without Foundation.
-enum PercentEncoding {
+/// `%XX` escapes of URLs (RFC 3986), without Foundation: an AMQP URL's user, password and vhost,
+/// the query parameter names secrets are masked by (`SecretRedaction`).
+public enum PercentEncoding {
     /// `text` with its escapes decoded; nil when an escape is malformed or the bytes are not UTF-8.
-    static func decode(_ text: some StringProtocol) -> String? {
+    public static func decode(_ text: some StringProtocol) -> String? {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
         var iterator = text.utf8.makeIterator()
@@ -17,7 +18,7 @@ enum PercentEncoding {
     }
 
     /// `text` with every byte escaped but ASCII letters, digits and `-._~` (the unreserved set).
-    static func encode(_ text: String) -> String {
+    public static func encode(_ text: String) -> String {
         var out = ""
         out.reserveCapacity(text.utf8.count)
         let digits = Array("0123456789ABCDEF".utf8)
