@@ -132,6 +132,8 @@ final class AMQPConnection {
         guard status == AMQP_STATUS_OK.rawValue else {
             throw .connectionFailed("cannot connect to \(url): \(Self.statusText(status))")
         }
+        // Bounded before the first byte of the handshake, again once the heartbeat is agreed.
+        Self.boundUnacknowledgedData(amqp_get_sockfd(state), heartbeatSeconds: settings.heartbeatSeconds)
         let arena = CArena()
         var properties = arena.table([
             "connection_name": .string(settings.connectionName),
@@ -152,6 +154,7 @@ final class AMQPConnection {
         if reply.reply_type != AMQP_RESPONSE_NORMAL {
             throw .loginFailed("login to \(url) refused: \(describe(reply))")
         }
+        Self.boundUnacknowledgedData(amqp_get_sockfd(state), heartbeatSeconds: Int(amqp_get_heartbeat(state)))
         _ = amqp_channel_open(state, 1)
         let opened = amqp_get_rpc_reply(state)
         guard opened.reply_type == AMQP_RESPONSE_NORMAL else {
@@ -247,15 +250,43 @@ final class AMQPConnection {
     /// The frame size negotiated with the broker.
     var frameMax: Int { Int(amqp_get_frame_max(state)) }
 
-    /// Writes gathered publishes whole, waiting while the socket is full (as librabbitmq does);
-    /// a failure ends the connection. Only when `writesFramesDirectly`.
+    /// How long a peer may leave what this side sent unacknowledged before the connection is
+    /// given up: two heartbeats (at least 4 s), or 60 s with heartbeats off.
+    static func stallLimitSeconds(heartbeatSeconds: Int) -> Int {
+        heartbeatSeconds > 0 ? max(4, 2 * heartbeatSeconds) : 60
+    }
+
+    /// The kernel aborts the connection (ETIMEDOUT) once bytes it sent stay unacknowledged for
+    /// `stallLimitSeconds` (TCP_USER_TIMEOUT; zero-window probes count too). librabbitmq waits
+    /// for a full socket in poll(2) without a deadline on every send (publish, ack, heartbeat,
+    /// RPC), and its heartbeat check runs only in reads: behind a node that drops packets without
+    /// a reset, a full socket held its thread until the kernel gave up retransmitting (~15 min).
+    /// With the bound every such wait ends in POLLERR, the send fails and the connection is lost:
+    /// the next one tries another node.
+    static func boundUnacknowledgedData(_ descriptor: Int32, heartbeatSeconds: Int) {
+        guard descriptor >= 0 else { return }
+        var milliseconds = UInt32(stallLimitSeconds(heartbeatSeconds: heartbeatSeconds) * 1000)
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, &milliseconds, socklen_t(MemoryLayout<UInt32>.size))
+    }
+
+    /// Writes gathered publishes whole, waiting while the socket is full (as librabbitmq does)
+    /// but not longer than `stallLimitSeconds` without a byte taken; a failure or a stall ends
+    /// the connection. Only when `writesFramesDirectly`.
     func write(_ frames: PublishFrames) throws(AMQPError) {
         var offset = 0
+        let limit = Duration.seconds(Self.stallLimitSeconds(heartbeatSeconds: Int(amqp_get_heartbeat(state))))
+        var progressed = ContinuousClock.now
         while offset < frames.bytes.count {
-            offset += try writeAvailable(frames.bytes, from: offset)
+            let written = try writeAvailable(frames.bytes, from: offset)
+            offset += written
+            if written > 0 { progressed = ContinuousClock.now }
             if offset < frames.bytes.count {
+                guard ContinuousClock.now - progressed < limit else {
+                    markLost()
+                    throw .connectionLost("\(redactedURL) took no byte for \(limit): the connection is given up")
+                }
                 var entry = pollfd(fd: socketFD, events: writeWaitsFor, revents: 0)
-                _ = poll(&entry, 1, -1)
+                _ = poll(&entry, 1, 1000)
             }
         }
     }

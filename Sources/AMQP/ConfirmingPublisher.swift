@@ -77,6 +77,11 @@ public final class ConfirmingPublisher: Sendable {
     private let commands: CommandQueue<Command>
     private let blocked = Atomic<Bool>(false)
     private let alive = Atomic<Bool>(true)
+    /// Since when (ContinuousClock nanoseconds since `epoch`, 0 for never) the oldest publish
+    /// waits for its confirm, or a write waits for the socket: set by the connection thread
+    /// before it could block, read by `isStalled` from anywhere while that thread is stuck.
+    private let waitingSince = Atomic<Int64>(0)
+    private let epoch = ContinuousClock.now
 
     private init() throws(AMQPError) { commands = try CommandQueue() }
 
@@ -85,6 +90,21 @@ public final class ConfirmingPublisher: Sendable {
 
     /// False once the connection is gone (lost, timed out or closed): make a new publisher.
     public var isAlive: Bool { alive.load(ordering: .relaxed) }
+
+    /// True while a write has waited for the socket, or a publish for its confirm, longer than
+    /// `limit`: the node may have gone silent (the connection ends within two heartbeats, see
+    /// `AMQPConnection.boundUnacknowledgedData`); a health check should not count it as up.
+    public func isStalled(longerThan limit: Duration) -> Bool {
+        let since = waitingSince.load(ordering: .relaxed)
+        guard since != 0 else { return false }
+        return ContinuousClock.now - (epoch + .nanoseconds(since)) > limit
+    }
+
+    private func noteWaiting(since instant: ContinuousClock.Instant?) {
+        guard let instant else { return waitingSince.store(0, ordering: .relaxed) }
+        let (seconds, attoseconds) = (instant - epoch).components
+        waitingSince.store(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000), ordering: .relaxed)
+    }
 
     /// Connects and puts channel 1 in confirm mode (confirm.select).
     public static func connect(settings: AMQPSettings, options: Options = Options()) async throws -> ConfirmingPublisher {
@@ -180,6 +200,7 @@ public final class ConfirmingPublisher: Sendable {
         /// Writes the gathered publishes (they are in `inFlight` already: a failure fails them there).
         func flush() throws(AMQPError) {
             guard frames?.isEmpty == false else { return }
+            noteWaiting(since: inFlight.oldestSentAt ?? now)
             try connection.write(frames!)
             frames!.removeAll()
         }
@@ -225,6 +246,7 @@ public final class ConfirmingPublisher: Sendable {
                 }
                 if corked { connection.cork(false) }  // (a write error above ends the connection anyway)
                 try flush()
+                noteWaiting(since: flowBlocked ? nil : inFlight.oldestSentAt.map { max($0, unblockedAt) })
                 if !closers.isEmpty && (inFlight.isEmpty || ContinuousClock.now >= closeDeadline) { break }
                 if !flowBlocked, let sentAt = inFlight.oldestSentAt,
                    ContinuousClock.now - max(sentAt, unblockedAt) > options.confirmTimeout {
@@ -263,8 +285,10 @@ public final class ConfirmingPublisher: Sendable {
             loopError = (error as? AMQPError) ?? AMQPError.protocolError("\(error)")
         }
         alive.store(false, ordering: .relaxed)
-        // A blocked broker reads nothing more from this socket: a close handshake would only wait.
-        connection.close(timeout: options.closeTimeout, polite: !flowBlocked)
+        noteWaiting(since: nil)
+        // A blocked broker reads nothing more from this socket, and one that let a confirm or a
+        // write time out may read nothing at all: a close handshake would only wait.
+        connection.close(timeout: options.closeTimeout, polite: !flowBlocked && loopError == nil)
         let failure = loopError ?? AMQPError.closed("the publisher")
         inFlight.failAll(failure, resume: Waiter.resume)
         for (_, w) in held { w.settle(.failure(failure)) }

@@ -23,6 +23,17 @@ enum LoopbackSocket {
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
+    /// A TCP socket connected to `port` of 127.0.0.1 (to be closed by the caller either way), and
+    /// whether the connect succeeded.
+    static func connected(to port: Int) -> (fd: Int32, connected: Bool) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var target = address(port: port)
+        let connected = withUnsafePointer(to: &target) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        return (fd, connected)
+    }
+
     /// The address of `port` on 127.0.0.1.
     static func address(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
@@ -30,5 +41,16 @@ enum LoopbackSocket {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return address
+    }
+}
+
+/// A port of 127.0.0.1 free at the time of the call, for a child process to listen on (bound,
+/// then closed: another process could take it in between, which a test run on its own machine
+/// does not see).
+public enum UnusedPort {
+    public static func pick() throws -> Int {
+        let (fd, port) = try LoopbackSocket.bound(listening: nil)
+        Glibc.close(fd)
+        return port
     }
 }

@@ -34,11 +34,7 @@ public final class StallingRelay: Sendable {
         var waiting = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
         guard poll(&waiting, 1, 30_000) == 1 else { return }
         let client = accept(listener, nil, nil)
-        let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var target = LoopbackSocket.address(port: targetPort)
-        let connected = withUnsafePointer(to: &target) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
+        let (upstream, connected) = LoopbackSocket.connected(to: targetPort)
         defer {
             Glibc.close(client)
             Glibc.close(upstream)
@@ -57,7 +53,7 @@ public final class StallingRelay: Sendable {
     }
 
     /// Copies one read's worth; false when the reading side closed or either side failed.
-    private static func copy(from source: Int32, to sink: Int32, _ buffer: inout [UInt8]) -> Bool {
+    static func copy(from source: Int32, to sink: Int32, _ buffer: inout [UInt8]) -> Bool {
         let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
         guard count > 0 else { return false }
         return buffer.withUnsafeBytes { raw in

@@ -106,24 +106,8 @@ enum DlqOptions {
         return String(shown.prefix(width - 2)) + "… "
     }
 
-    /// `text` with C0 and C1 control characters, DEL, and the Unicode line separators and
-    /// direction overrides written as escapes (`\n`, `\u001b`, …), so that a row is one line and
-    /// cannot drive the terminal. A backslash is doubled, so the escapes are unambiguous.
-    static func printable(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x5C: out += "\\\\"
-            case 0x0A: out += "\\n"
-            case 0x0D: out += "\\r"
-            case 0x09: out += "\\t"
-            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069:
-                out += "\\u" + String(printf: "%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
+    /// `text` with control characters and direction overrides escaped (`PrintableText`).
+    static func printable(_ text: String) -> String { PrintableText.escaped(text) }
 
     /// `--rate N`: messages per second (0.1 to 100 000), nil when absent.
     static func rate(_ a: ParsedArguments, command: String) throws(UsageError) -> Double? {

@@ -49,12 +49,19 @@ public enum EventStore {
     }
 
     /// The key an event counts once under: `id:<app_id>:<event_id>` when the app gave an
-    /// `event_id`, else `at:<mn_message_id>:<event_type>:<occurred_at>` (`occurred_at` empty
-    /// when absent — then one event of each type per message).
+    /// `event_id`, else `at:<mn_message_id>:<event_type>:<occurred_at>@<app_id>` (`occurred_at`
+    /// empty when absent — then one event of each type per message; `@<app_id>` only when the
+    /// event names one). Per App ID: an event another app posted for this app's message never
+    /// takes the key of this app's own (second audit, finding 5).
     public static func key(of event: PushEvent) -> String {
         if let id = event.eventID { return "id:\(event.appID ?? ""):\(id)" }
         return "at:\(event.mnMessageID):\(event.eventType.rawValue):\(event.occurredAt?.description ?? "")"
+            + (event.appID.map { "@" + $0 } ?? "")
     }
+
+    /// The condition tying an event `e` to the send `s` it counts for, in SQL both databases
+    /// read: the same message, and the send's App ID unless the event names none.
+    static let sameSend = "s.mn_message_id = e.mn_message_id AND (e.app_id IS NULL OR e.app_id = s.app_id)"
 
     /// True when `result` replaces `stored` under the latest-outcome rule: more replays, then a
     /// later `completed_at` (RFC 3339 UTC, whole seconds: text order is time order), then not

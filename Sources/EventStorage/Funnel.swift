@@ -100,7 +100,7 @@ public struct Funnel: Sendable, Equatable {
             "dismissed        \(dismissed)" + pct(dismissed),
             "events           \(events)",
         ]
-        if scope == .all { lines.append("unlinked events  \(unlinkedEvents)  (no send result stored for their mn_message_id yet)") }
+        if scope == .all { lines.append("unlinked events  \(unlinkedEvents)  (no send result of their App ID stored for their mn_message_id yet)") }
         return lines.joined(separator: "\n")
     }
 }

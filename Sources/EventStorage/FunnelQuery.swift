@@ -11,15 +11,15 @@ public enum FunnelQuery {
         let value: String?
         switch scope {
         case .all: (filter, value) = ("1 = 1", nil)
-        case .job(let j): (filter, value) = ("job_id = ?1", j)
-        case .campaign(let c): (filter, value) = ("campaign = ?1", c)
-        case .app(let a): (filter, value) = ("app_id = ?1", a)
+        case .job(let j): (filter, value) = ("s.job_id = ?1", j)
+        case .campaign(let c): (filter, value) = ("s.campaign = ?1", c)
+        case .app(let a): (filter, value) = ("s.app_id = ?1", a)
         }
         var funnel = Funnel()
         let sends = try database.prepare("""
             SELECT count(*), total(outcome = 'sent'), total(outcome = 'validated'), total(outcome = 'invalid_token'),
                    total(outcome = 'rejected'), total(outcome = 'expired'), total(outcome = 'dead_lettered'),
-                   total(outcome = 'cancelled') FROM sends WHERE \(filter)
+                   total(outcome = 'cancelled') FROM sends s WHERE \(filter)
             """)
         if let value { try sends.bind(1, value) }
         if try sends.step() {
@@ -32,16 +32,18 @@ public enum FunnelQuery {
             funnel.deadLettered = Int(sends.int(6))
             funnel.cancelled = Int(sends.int(7))
         }
+        // An event counts for a send of its own App ID only (an event without one, possible when
+        // event keys are off, for any): another app's key cannot write this app's funnel.
         let events = try database.prepare("""
-            SELECT event_type, count(DISTINCT mn_message_id), count(*) FROM events
-            WHERE mn_message_id IN (SELECT mn_message_id FROM sends WHERE \(filter)) GROUP BY event_type
+            SELECT e.event_type, count(DISTINCT e.mn_message_id), count(*) FROM events e
+            WHERE EXISTS (SELECT 1 FROM sends s WHERE \(EventStore.sameSend) AND \(filter)) GROUP BY e.event_type
             """)
         if let value { try events.bind(1, value) }
         while try events.step() {
             funnel.add(eventType: events.text(0), distinct: Int(events.int(1)), rows: Int(events.int(2)))
         }
         if scope == .all {
-            let unlinked = try database.prepare("SELECT count(*) FROM events WHERE mn_message_id NOT IN (SELECT mn_message_id FROM sends)")
+            let unlinked = try database.prepare("SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM sends s WHERE \(EventStore.sameSend))")
             if try unlinked.step() { funnel.unlinkedEvents = Int(unlinked.int(0)) }
         }
         return funnel

@@ -6,9 +6,9 @@ enum PostgresFunnelQuery {
         var parameters: [String?] = []
         switch scope {
         case .all: filter = "TRUE"
-        case .job(let j): (filter, parameters) = ("job_id = $1", [j])
-        case .campaign(let c): (filter, parameters) = ("campaign = $1", [c])
-        case .app(let a): (filter, parameters) = ("app_id = $1", [a])
+        case .job(let j): (filter, parameters) = ("s.job_id = $1", [j])
+        case .campaign(let c): (filter, parameters) = ("s.campaign = $1", [c])
+        case .app(let a): (filter, parameters) = ("s.app_id = $1", [a])
         }
         var funnel = Funnel()
         let sends = try database.execute("""
@@ -16,7 +16,7 @@ enum PostgresFunnelQuery {
                    count(*) FILTER (WHERE outcome = 'invalid_token'), count(*) FILTER (WHERE outcome = 'rejected'),
                    count(*) FILTER (WHERE outcome = 'expired'), count(*) FILTER (WHERE outcome = 'dead_lettered'),
                    count(*) FILTER (WHERE outcome = 'cancelled')
-            FROM sends WHERE \(filter)
+            FROM sends s WHERE \(filter)
             """, parameters)
         func int(_ rows: PostgresRows, _ row: Int, _ column: Int) -> Int { Int(rows.integer(row, column) ?? 0) }
         if sends.count == 1 {
@@ -30,15 +30,15 @@ enum PostgresFunnelQuery {
             funnel.cancelled = int(sends, 0, 7)
         }
         let events = try database.execute("""
-            SELECT event_type, count(DISTINCT mn_message_id), count(*) FROM events
-            WHERE mn_message_id IN (SELECT mn_message_id FROM sends WHERE \(filter)) GROUP BY event_type
+            SELECT e.event_type, count(DISTINCT e.mn_message_id), count(*) FROM events e
+            WHERE EXISTS (SELECT 1 FROM sends s WHERE \(EventStore.sameSend) AND \(filter)) GROUP BY e.event_type
             """, parameters)
         for row in 0..<events.count {
             funnel.add(eventType: events.text(row, 0), distinct: int(events, row, 1), rows: int(events, row, 2))
         }
         if scope == .all {
             let unlinked = try database.execute(
-                "SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM sends s WHERE s.mn_message_id = e.mn_message_id)")
+                "SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM sends s WHERE \(EventStore.sameSend))")
             funnel.unlinkedEvents = int(unlinked, 0, 0)
         }
         return funnel

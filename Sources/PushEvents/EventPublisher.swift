@@ -1,5 +1,6 @@
 import AMQP
 import FoundationEssentials
+import ServiceRuntime
 import Synchronization
 
 /// Publishes events to the events exchange with confirms over a few `ConfirmingPublisher`
@@ -18,13 +19,27 @@ public final class EventPublisher: Sendable {
     private let slotCount: Int
     private let next = Atomic<Int>(0)
 
-    public init(settings: AMQPSettings, exchange: String, connections: Int = 2, retryInterval: Duration = .milliseconds(500)) {
+    public init(settings: AMQPSettings, exchange: String, connections: Int = 2, retryInterval: Duration = .milliseconds(500),
+                logger: Logger? = nil) {
         self.settings = settings
         self.exchange = exchange
         self.retryInterval = retryInterval
+        self.logger = logger
         slotCount = max(1, connections)
         slots = Mutex(Array(repeating: Slot(), count: max(1, connections)))
+        stallLimit = .seconds(max(2, settings.heartbeatSeconds > 0 ? settings.heartbeatSeconds : 30))
     }
+
+    private let logger: Logger?
+
+    /// A connection whose write or oldest confirm waited longer than this (a heartbeat, at least
+    /// 2 s) counts as down: its node may be silent. The connection itself ends within two
+    /// heartbeats and the slot's next one tries the next node.
+    private let stallLimit: Duration
+
+    /// How long `close` waits for a connection, beyond its own confirm wait: one stuck in a write
+    /// to a silent node is left to end with the process.
+    static let closeLimit: Duration = .seconds(8)
 
     /// Publishes every body and returns once the broker confirmed all of them; throws if any
     /// was not confirmed (some may have been stored: consumers count duplicates once).
@@ -38,6 +53,9 @@ public final class EventPublisher: Sendable {
             drop(index, connecting)
             throw EventPublishError.brokerUnreachable
         }
+        // Answered now (503, the app retries) rather than queued behind a write that waits for
+        // a silent node until the connection is given up.
+        if publisher.isStalled(longerThan: stallLimit) { throw EventPublishError.brokerUnreachable }
         let properties = MessageProperties(contentType: "application/json", persistent: true)
         // One batch, one wait: the connection thread writes them together and calls back once
         // the last confirm arrived.
@@ -49,7 +67,11 @@ public final class EventPublisher: Sendable {
         // A refusal of the message (nack, routed nowhere) says nothing about the connection; any
         // other failure means it is gone.
         if failures.allSatisfy({ $0.code == .nacked || $0.code == .returned }) { throw EventPublishError.notConfirmed }
-        if drop(index, connecting) { Task { await publisher.close() } }
+        if drop(index, connecting) {
+            logger?.warning("events publisher connection lost; the next one tries the next broker node",
+                            ["slot": "\(index)", "error": "\(failures.first { $0.code != .nacked && $0.code != .returned }.map { "\($0)" } ?? "")"])
+            Task { await publisher.close() }
+        }
         throw EventPublishError.brokerUnreachable
     }
 
@@ -60,13 +82,17 @@ public final class EventPublisher: Sendable {
         let held = slots.withLock { slots in slots.indices.compactMap { i in slots[i].connecting.map { (i, $0) } } }
         for (index, task) in held {
             guard let publisher = try? await task.value else { continue }
-            if publisher.isAlive { return true }
-            if drop(index, task) { Task { await publisher.close() } }
+            if publisher.isAlive { if publisher.isStalled(longerThan: stallLimit) { continue } else { return true } }
+            if drop(index, task) {
+                logger?.warning("events publisher connection lost; the next one tries the next broker node", ["slot": "\(index)"])
+                Task { await publisher.close() }
+            }
         }
         let index = next.add(1, ordering: .relaxed).oldValue % slotCount
         guard let connecting = connection(index) else { return false }
         do {
-            return try await connecting.value.isAlive
+            let publisher = try await connecting.value
+            return publisher.isAlive && !publisher.isStalled(longerThan: stallLimit)
         } catch {
             drop(index, connecting)
             return false
@@ -97,13 +123,26 @@ public final class EventPublisher: Sendable {
         }
     }
 
-    /// Closes every connection (waiting for outstanding confirms).
+    /// Closes every connection (waiting for outstanding confirms), within `closeLimit` in all:
+    /// a connection stuck on a silent node does not hold the process's stop.
     public func close() async {
         let tasks = slots.withLock { slots in
             defer { for i in slots.indices { slots[i].connecting = nil } }
             return slots.compactMap(\.connecting)
         }
-        for task in tasks { await (try? task.value)?.close() }
+        // Whichever comes first, the closes or the limit, resumes the wait (once).
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let waiting = Mutex<CheckedContinuation<Void, Never>?>(done)
+            let resume: @Sendable () -> Void = { waiting.withLock { $0.take() }?.resume() }
+            Task {
+                for task in tasks { await (try? task.value)?.close() }
+                resume()
+            }
+            Task {
+                try? await Task.sleep(for: Self.closeLimit)
+                resume()
+            }
+        }
     }
 }
 

@@ -63,7 +63,7 @@ public final class EventsService: Service {
         }
         let publisher = configuration.http.map {
             _ in EventPublisher(settings: configuration.settings, exchange: configuration.topology.eventsExchange,
-                                connections: configuration.publisherConnections)
+                                connections: configuration.publisherConnections, logger: logger.child("publisher"))
         }
         self.publisher = publisher
         let health = EventsHealth(publisher: publisher, consumer: consumer, writer: writer, database: configuration.database.map { DatabaseProbe($0) })

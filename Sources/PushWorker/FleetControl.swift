@@ -44,12 +44,10 @@ public final class FleetControl: Service {
         }
     }
 
-    /// App IDs paused now, by reason (the `push_connector_app_ids_paused` gauge).
-    public func pausedAppIDs(nowMillis: Int64 = FleetControl.epochMillis()) -> [String: Int] {
-        let pauses = book.withLock { $0.active(now: nowMillis) }.filter { $0.kind == .pause }
-        var appsByReason: [String: Set<String>] = [:]
-        for pause in pauses { appsByReason[pause.reason ?? "", default: []].insert(pause.appID ?? "") }
-        return appsByReason.mapValues(\.count)
+    /// How many App IDs are paused now (the `push_connector_app_ids_paused` gauge; the reasons
+    /// are free text, kept out of labels: `cancel list` shows them).
+    public func pausedAppIDs(nowMillis: Int64 = FleetControl.epochMillis()) -> Int {
+        Set(book.withLock { $0.active(now: nowMillis) }.filter { $0.kind == .pause }.map { $0.appID ?? "" }).count
     }
 
     /// Reads the log from the start of its retention until nothing came for `quiet`, so that the
@@ -103,10 +101,11 @@ public final class FleetControl: Service {
     private func apply(_ delivery: Delivery) {
         if let offset = delivery.streamOffset { nextOffset.withLock { $0 = offset + 1 } }
         do {
-            let record = try ControlRecord.decode(delivery.body)
+            let now = Self.epochMillis()
+            let record = try ControlRecord.decode(delivery.body, now: now)
             book.withLock {
-                $0.apply(record)
-                $0.prune(now: Self.epochMillis())
+                $0.apply(record, now: now)
+                $0.prune(now: now)
             }
             appliedCount.add(1, ordering: .relaxed)
             logger.info("control record", ["record": record.summary])

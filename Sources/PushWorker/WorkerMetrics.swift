@@ -82,10 +82,10 @@ public final class WorkerMetrics: FCMExchangeObserver {
         }
     }
 
-    /// Adds the gauge of App IDs paused by `push-connector pause`, by reason, read at each scrape.
+    /// Adds the gauge of App IDs paused by `push-connector pause`, read at each scrape.
     public func observe(control: FleetControl) {
-        registry.gauge("push_connector_app_ids_paused", "App IDs paused by push-connector pause right now, by reason", labels: ["reason"]) {
-            control.pausedAppIDs().map { ([$0.key], $0.value) }
+        registry.gauge("push_connector_app_ids_paused", "App IDs paused by push-connector pause right now", labels: []) {
+            [([], control.pausedAppIDs())]
         }
     }
 

@@ -43,6 +43,33 @@ import Testing
         }
     }
 
+    /// Second audit, finding 5: app A posts an open and a click for app B's message under its
+    /// own App ID: B's funnel counts neither, they stay unlinked, and B's own open at the same
+    /// time is stored (the key is per App ID), not dropped as a duplicate.
+    static func anotherAppsEventsNeverCount(in store: any EventStoring, funnel: (FunnelScope) throws -> Funnel) throws {
+        let id = "mnid2m.5.5.5.5.5"
+        let forged = { (type: PushEventType) in PushEvent(eventType: type, mnMessageID: id, appID: "app-a", occurredAt: Timestamp(secondsSince1970: 7)) }
+        try store.store([.send(result("j", id, .sent, app: "app-b")), .event(forged(.open)), .event(forged(.click))])
+        var b = try funnel(.app("app-b"))
+        #expect(b.opened == 0 && b.clicked == 0 && b.events == 0, "\(b)")
+        #expect(try funnel(.all).unlinkedEvents == 2)
+        let own = PushEvent(eventType: .open, mnMessageID: id, appID: "app-b", occurredAt: Timestamp(secondsSince1970: 7))
+        let written = try store.store([.event(own)])
+        #expect(written.eventsInserted == 1 && written.duplicates == 0)
+        b = try funnel(.app("app-b"))
+        #expect(b.opened == 1 && b.clicked == 0 && b.events == 1, "\(b)")
+        #expect(try funnel(.job("j")).opened == 1 && funnel(.all).opened == 1)
+        // An event that names no App ID (event keys off) still counts for the send.
+        try store.store([.event(PushEvent(eventType: .click, mnMessageID: id, appID: nil, occurredAt: nil))])
+        #expect(try funnel(.app("app-b")).clicked == 1)
+    }
+
+    @Test func anotherAppsEventForAMessageNeverCountsInItsFunnel() throws {
+        let path = try temporaryDirectory() + "/events.db"
+        let store = try SQLiteEventStore(path: path)
+        try Self.anotherAppsEventsNeverCount(in: store) { try FunnelQuery.run(path: path, scope: $0) }
+    }
+
     @Test func eventsAreKeyedOnEventIDElseOnMessageTypeAndTime() throws {
         let id = "mnid2m.2.2.2.2.2"
         #expect(EventStore.key(of: Self.event(.open, id, at: 1, eventID: "e-1")) == "id:shop-android:e-1")

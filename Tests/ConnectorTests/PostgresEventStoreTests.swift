@@ -31,6 +31,11 @@ import Testing
         #expect(funnel.clicked == 1 && funnel.events == 1 && funnel.recipients == 1 && funnel.sent == 1)
     }
 
+    @Test func anotherAppsEventForAMessageNeverCountsInItsFunnel() async throws {
+        let store = try PostgresEventStore(url: try await Self.freshDatabase())
+        try R.anotherAppsEventsNeverCount(in: store) { try store.funnel($0) }
+    }
+
     @Test func aSendKeepsItsLatestOutcomeWhateverTheOrder() async throws {
         let store = try PostgresEventStore(url: try await Self.freshDatabase())
         let id = "mnid2m.4.4.4.4.4"

@@ -175,4 +175,39 @@ import Testing
         #expect(app.sections.sections(for: .notification)["android"] == ["priority": "urgent"])
         #expect(app.sections.sections(for: .data)["apns"]?["headers"]?["apns-push-type"] == "background")
     }
+
+    /// The size is counted before the message is written (second audit, finding 4): recipients
+    /// that replace a shared key, add keys, or carry their own id get the byte count the written
+    /// message has, on both sides of the limit.
+    @Test func aRecipientReplacingSharedDataIsSizedAsItsWrittenMessage() throws {
+        var recipients: [Recipient] = []
+        for pad in stride(from: 3_900, through: 4_010, by: 3) {
+            recipients.append(Recipient(token: "r\(pad)", data: ["pushdata.source": String(repeating: "x", count: pad)]))
+            recipients.append(Recipient(token: #"e\#(pad)"#, mnMessageID: "mnid2m.9.9.9.9.\(pad)",
+                                        data: ["mn_message_id": "own", "new": String(repeating: "\u{7}", count: pad / 6)]))
+        }
+        let job = recipientsJob(recipients)
+        let prepared = try MessageComposer().prepare(job, app: Self.cleanApp)
+        var outcomes: Set<Bool> = []
+        for (i, r) in recipients.enumerated() {
+            let want = expected(job, app: Self.cleanApp, index: i, target: ("token", r.token), recipientData: r.data)
+            #expect(prepared.compose(i) == want, "recipient \(i)")
+            if case .message = want { outcomes.insert(true) } else { outcomes.insert(false) }
+        }
+        #expect(outcomes == [true, false], "the cases miss a side of the limit")
+    }
+
+    /// A 700 KB shared part and 1 000 recipients: each is refused as too large, with its own
+    /// byte count, for what it adds; composing the job no longer writes 700 MB.
+    @Test func aSharedPartOverTheLimitRefusesEveryRecipientWithItsSize() throws {
+        let big = AppConfiguration(appID: "big", projectID: "p", credentialsFile: "/dev/null",
+                                   defaultPayload: ["blob": String(repeating: "b", count: 700_000)], extraOptions: [:])
+        let recipients = (0..<1_000).map { Recipient(token: "tok-\($0)") }
+        let outcomes = try MessageComposer().compose(recipientsJob(recipients), app: big)
+        #expect(outcomes.count == 1_000)
+        for (i, outcome) in outcomes.enumerated() {
+            guard case .invalid(_, _, let issues) = outcome else { Issue.record("recipient \(i) was composed"); return }
+            #expect(issues.map(\.code) == [.payloadTooLarge] && issues[0].message.contains("payload is 700"), "\(issues)")
+        }
+    }
 }

@@ -37,6 +37,21 @@ enum ControlLog {
         }
     }
 
+    /// `record` as every worker will read it, or why a worker would refuse it: an App ID, campaign
+    /// or job id the job contract refuses; a reason over `ControlRecord.maxReasonCharacters` or
+    /// with control characters (it reaches logs and terminals).
+    static func checked(_ record: ControlRecord, command: String) throws(UsageError) -> ControlRecord {
+        if let reason = record.reason {
+            guard reason.count <= ControlRecord.maxReasonCharacters else {
+                throw UsageError("\(command): --reason is \(reason.count) characters; at most \(ControlRecord.maxReasonCharacters)")
+            }
+            guard !reason.unicodeScalars.contains(where: { PrintableText.escaped(String($0)) != String($0) && $0 != "\\" }) else {
+                throw UsageError("\(command): --reason holds control characters")
+            }
+        }
+        do { return try ControlRecord.decode(record.encoded, now: record.at) } catch { throw UsageError("\(command): \(error)") }
+    }
+
     /// Every record of the control log, applied in order (read until nothing came for 500 ms).
     static func book(_ a: ParsedArguments, _ context: CommandContext, command: String) async throws -> ControlBook {
         let settings = try CommonOptions.brokerSettings(a, context, command: command)
@@ -45,7 +60,8 @@ enum ControlLog {
         do {
             let reader = try await StreamReader(settings: settings, stream: topology.controlLog, from: .first, prefetch: 100)
             while let delivery = try await reader.next(within: .milliseconds(500)) {
-                if let record = try? ControlRecord.decode(delivery.body) { book.apply(record) }
+                let now = FleetControl.epochMillis()
+                if let record = try? ControlRecord.decode(delivery.body, now: now) { book.apply(record, now: now) }
             }
             await reader.close()
         } catch {
@@ -85,9 +101,10 @@ public struct CancelCommand: Command {
         let campaign = arguments[.campaign], jobID = arguments[.jobID]
         guard (campaign == nil) != (jobID == nil) else { throw UsageError("cancel: give --campaign or --job-id (one of them)") }
         let now = FleetControl.epochMillis()
-        record = ControlRecord(id: ControlLog.newID("cancel"), kind: .cancel, campaign: campaign, appID: arguments[.appID],
-                               jobID: jobID, reason: arguments[.reason], at: now,
-                               until: now + (try ControlLog.duration(arguments, default: "7d", command: "cancel")))
+        record = try ControlLog.checked(ControlRecord(id: ControlLog.newID("cancel"), kind: .cancel, campaign: campaign, appID: arguments[.appID],
+                                                      jobID: jobID, reason: arguments[.reason], at: now,
+                                                      until: now + (try ControlLog.duration(arguments, default: "7d", command: "cancel"))),
+                                        command: "cancel")
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {
@@ -152,7 +169,7 @@ public struct PauseCommand: Command {
         """,
         options: [
             .value(.appID, "A", "the App ID to pause", .nonEmpty, setting: false),
-            .value(.reason, "TEXT", "why (the push_connector_app_ids_paused gauge's label)", .nonEmpty, setting: false),
+            .value(.reason, "TEXT", "why (shown by cancel list and in the workers' log)", .nonEmpty, setting: false),
             .value(.forDuration, "DURATION", "how long it lasts (30m, 12h, 7d)", default: "7d", setting: false),
         ] + ControlLog.options)
 
@@ -162,8 +179,9 @@ public struct PauseCommand: Command {
         self.arguments = arguments
         let app = try arguments.required(.appID, in: "pause")
         let now = FleetControl.epochMillis()
-        record = ControlRecord(id: ControlLog.newID("pause"), kind: .pause, appID: app, reason: arguments[.reason], at: now,
-                               until: now + (try ControlLog.duration(arguments, default: "7d", command: "pause")))
+        record = try ControlLog.checked(ControlRecord(id: ControlLog.newID("pause"), kind: .pause, appID: app, reason: arguments[.reason], at: now,
+                                                      until: now + (try ControlLog.duration(arguments, default: "7d", command: "pause"))),
+                                        command: "pause")
     }
 
     public func run(_ context: CommandContext) async throws -> Int32 {

@@ -21,6 +21,8 @@ public struct PreparedJob: Sendable {
     /// Recipients that repeat an earlier recipient's token or `mn_message_id`, by index: they are
     /// rejected, the first one is sent (`RecipientDuplicates`).
     private let duplicates: [Int: ContractIssue]
+    /// A recipient's message size without writing it (clean shared part only; see `MessageSize`).
+    private var size: MessageSize?
 
     init(job: SendJob, validator: MessageValidator, message: [String: JSONValue], data: [String: String], sharedIsClean: Bool) {
         self.job = job
@@ -30,6 +32,7 @@ public struct PreparedJob: Sendable {
         self.data = data
         self.sharedIsClean = sharedIsClean
         encodedMembers = sharedIsClean ? EncodedMember.members(of: message) : []
+        if sharedIsClean { size = MessageSize(shared: data, skeleton: encodeMessage(data: [:], target: (job.target.member(0).key, ""))) }
     }
 
     /// A clean job without options: the App ID's sections come encoded from its configuration
@@ -42,14 +45,13 @@ public struct PreparedJob: Sendable {
         self.message = [:]
         self.data = data
         self.sharedIsClean = true
-        guard let notification else {
-            encodedMembers = appMembers
-            return
-        }
         var members = appMembers
-        let member = EncodedMember(key: "notification", bytes: Self.encoded(notification))
-        members.insert(member, at: members.firstIndex { $0.key > member.key } ?? members.count)
+        if let notification {
+            let member = EncodedMember(key: "notification", bytes: Self.encoded(notification))
+            members.insert(member, at: members.firstIndex { $0.key > member.key } ?? members.count)
+        }
         encodedMembers = members
+        size = MessageSize(shared: data, skeleton: encodeMessage(data: [:], target: (job.target.member(0).key, "")))
     }
 
     /// `"notification":{…}` as the JSON writer puts it (keys sorted: body, image, title).
@@ -84,14 +86,21 @@ public struct PreparedJob: Sendable {
         if !duplicates.isEmpty, let duplicate = duplicates[index] {
             return .invalid(recipientIndex: index, mnMessageID: id, issues: [duplicate])
         }
-        var data = recipientData.isEmpty ? self.data : self.data.merging(recipientData) { _, r in r }
-        data["mn_message_id"] = id
         let encoded: [UInt8]
-        if sharedIsClean {
+        if sharedIsClean, let size {
             let issues = validator.recipientIssues(target: target, dataKeys: recipientData.keys)
             guard issues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: issues) }
+            // Sized before it is written: a message over FCM's limit is refused for the cost of
+            // what the recipient adds, not of the shared part (second audit, finding 4).
+            let sizeIssues = validator.sizeIssues(encodedCount: size.count(target: target.value, own: recipientData, mnMessageID: id),
+                                                  target: target)
+            guard sizeIssues.isEmpty else { return .invalid(recipientIndex: index, mnMessageID: id, issues: sizeIssues) }
+            var data = recipientData.isEmpty ? self.data : self.data.merging(recipientData) { _, r in r }
+            data["mn_message_id"] = id
             encoded = encodeMessage(data: data, target: target)
         } else {
+            var data = recipientData.isEmpty ? self.data : self.data.merging(recipientData) { _, r in r }
+            data["mn_message_id"] = id
             var message = self.message
             message["data"] = .object(data.mapValues(JSONValue.string))
             message[target.key] = .string(target.value)

@@ -57,9 +57,26 @@ public struct ControlRecord: Sendable, Equatable {
         return JSONValue.object(o).encodedBytes()
     }
 
+    /// The largest body read (a record the CLI writes is a few hundred bytes).
+    public static let maxBodyBytes = 16 << 10
+    /// The longest a cancel or pause lasts (the CLI's `--for` limit, within the log's retention).
+    public static let longestMillis: Int64 = 30 * 86_400_000
+    /// How far in the future of the reader's clock a record may have been written (clocks of
+    /// operators' hosts and workers differ by seconds, not hours).
+    public static let futureSkewMillis: Int64 = 15 * 60_000
+    /// The longest reason kept, in characters; a longer one is cut (the record still applies).
+    public static let maxReasonCharacters = 256
+
     /// Decodes a body: an object with `id`, a known `kind`, `at`, `until` and what the kind needs
     /// (a cancel: a campaign or a job; a pause or resume: an App ID; a lift: its target).
-    public static func decode(_ body: some Collection<UInt8>) throws(Invalid) -> ControlRecord {
+    ///
+    /// Bounded, since anyone who may publish to the log writes what every worker reads at each
+    /// start (second audit, finding 9): a body over `maxBodyBytes`, an id, campaign, job id, App
+    /// ID or target over the job contract's lengths, an App ID the job contract refuses, or a
+    /// record written more than `futureSkewMillis` after `now` is refused; `until` is cut to
+    /// `longestMillis` after `at` and the reason to `maxReasonCharacters`.
+    public static func decode(_ body: some Collection<UInt8>, now: Int64) throws(Invalid) -> ControlRecord {
+        guard body.count <= maxBodyBytes else { throw Invalid(description: "\(body.count) bytes, over \(maxBodyBytes)") }
         let value: JSONValue
         do { value = try JSONValue.parse(body, maxDepth: 4) } catch { throw Invalid(description: "not JSON: \(error)") }
         guard let id = value["id"]?.stringValue, !id.isEmpty else { throw Invalid(description: "no \"id\"") }
@@ -67,9 +84,22 @@ public struct ControlRecord: Sendable, Equatable {
         guard let at = value["at"]?.intValue, let until = value["until"]?.intValue else {
             throw Invalid(description: "no integer \"at\" and \"until\"")
         }
+        guard at <= now + futureSkewMillis else {
+            throw Invalid(description: "written at \(Timestamp(secondsSince1970: Double(at) / 1000)), in the future of this clock")
+        }
+        let limits: [(String, Int)] = [("id", 128), ("campaign", SendJob.MaxBytes.campaign), ("app_id", SendJob.MaxBytes.appID),
+                                       ("job_id", SendJob.MaxBytes.jobID), ("target", 128)]
+        for (field, limit) in limits {
+            if let text = value[field]?.stringValue, text.utf8.count > limit { throw Invalid(description: "\"\(field)\" over \(limit) bytes") }
+        }
+        if let appID = value["app_id"]?.stringValue, let problem = IdentifierRules.appIDProblem(appID) {
+            throw Invalid(description: "app_id \(problem)")
+        }
+        let reason = value["reason"]?.stringValue.map { $0.count > maxReasonCharacters ? String($0.prefix(maxReasonCharacters - 1)) + "…" : $0 }
+        let longest = at > Int64.max - longestMillis ? Int64.max : at + longestMillis
         let record = ControlRecord(id: id, kind: kind, campaign: value["campaign"]?.stringValue, appID: value["app_id"]?.stringValue,
                                    jobID: value["job_id"]?.stringValue, target: value["target"]?.stringValue,
-                                   reason: value["reason"]?.stringValue, at: at, until: until)
+                                   reason: reason, at: at, until: min(until, longest))
         switch kind {
         case .cancel where record.campaign == nil && record.jobID == nil: throw Invalid(description: "a cancel names no campaign or job")
         case .pause where record.appID == nil, .resume where record.appID == nil: throw Invalid(description: "a \(kind) names no App ID")
@@ -88,6 +118,8 @@ public struct ControlRecord: Sendable, Equatable {
         case .resume: what = "resume"
         }
         if let appID { what += " of App ID \(appID)" }
-        return "\(id)  \(what)  until \(Timestamp(secondsSince1970: Double(until) / 1000))" + (reason.map { "  reason: \($0)" } ?? "")
+        // Escaped: the fields come from whoever wrote to the log, and this line reaches terminals.
+        return PrintableText.escaped("\(id)  \(what)  until \(Timestamp(secondsSince1970: Double(until) / 1000))")
+            + (reason.map { "  reason: \(PrintableText.escaped($0))" } ?? "")
     }
 }
