@@ -23,7 +23,7 @@ final class ServerContext: Sendable {
         self.handler = handler
         maxBodyBytes = configuration.maxBodyBytes
         maxBufferedBytes = configuration.maxBufferedBytes
-        deadlines = RequestDeadlines(deadline: configuration.requestDeadline)
+        deadlines = RequestDeadlines(deadline: configuration.requestDeadline, connectionLimit: max(1, configuration.connectionLimit))
         asynchronousTimeout = configuration.asynchronousTimeout
         capturedHeaders = configuration.capturedHeaders.map { $0.lowercased() }
     }

@@ -14,6 +14,12 @@ import Synchronization
 /// the deadline; libmicrohttpd then sees the socket fail and closes the connection itself.
 /// The registry entry is removed in MHD's "closed" notification, which MHD sends before it closes
 /// the descriptor — under the same lock, so a reused descriptor is never shut by mistake.
+///
+/// Under pressure — `pressureAt` connections open or more (three quarters of the connection
+/// limit) — a request still arriving after `pressureDeadline` (2 s) is cut too: clients that
+/// open connections and trickle their headers, each under the per-address limit, from many
+/// addresses, would otherwise hold every slot for the whole deadline while real clients are
+/// refused (second audit, finding 11). A real request arrives whole within milliseconds.
 final class RequestDeadlines: Sendable {
     private struct Entry {
         var fd: Int32
@@ -21,13 +27,17 @@ final class RequestDeadlines: Sendable {
     }
 
     let deadline: Duration
+    let pressureAt: Int
+    let pressureDeadline: Duration
     private let entries = Mutex<[UInt: Entry]>([:])
     private let running = Atomic<Bool>(true)
     /// Connections cut for missing the deadline.
     let cut = Atomic<Int>(0)
 
-    init(deadline: Duration) {
+    init(deadline: Duration, connectionLimit: Int = .max, pressureDeadline: Duration = .seconds(2)) {
         self.deadline = deadline
+        pressureAt = connectionLimit == .max ? .max : max(1, connectionLimit * 3 / 4)
+        self.pressureDeadline = min(deadline, pressureDeadline)
         OSThread.start(name: "http-deadlines") { [self] in sweep() }
     }
 
@@ -54,13 +64,14 @@ final class RequestDeadlines: Sendable {
     }
 
     private func sweep() {
-        let step = min(Duration.milliseconds(250), deadline / 4)
+        let step = min(Duration.milliseconds(250), pressureDeadline / 4)
         let nanos = UInt32(clamping: step.components.attoseconds / 1_000_000_000 + step.components.seconds * 1_000_000_000)
         while running.load(ordering: .acquiring) {
             let now = ContinuousClock.now
             entries.withLock { all in
+                let limit = all.count >= pressureAt ? pressureDeadline : deadline
                 for (key, entry) in all {
-                    guard let since = entry.since, now - since > deadline else { continue }
+                    guard let since = entry.since, now - since > limit else { continue }
                     Glibc.shutdown(entry.fd, Int32(SHUT_RDWR))
                     all[key]?.since = nil
                     cut.add(1, ordering: .relaxed)

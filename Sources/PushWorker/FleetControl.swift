@@ -29,6 +29,9 @@ public final class FleetControl: Service {
     /// Records applied since start (tests, logs).
     public var applied: Int { appliedCount.load(ordering: .relaxed) }
     private let appliedCount = Atomic(0)
+    /// Set once the start-up read is done: records read before are logged at debug level (a
+    /// 31-day log holds thousands; "control log read" sums them up), later ones at info.
+    private let caughtUp = Atomic(false)
 
     public init(settings: AMQPSettings, topology: Topology, logger: Logger) {
         self.settings = settings
@@ -56,6 +59,7 @@ public final class FleetControl: Service {
         let opened = try await open()
         while let delivery = try await opened.next(within: quiet) { apply(delivery) }
         let active = book.withLock { $0.active(now: Self.epochMillis()) }
+        caughtUp.store(true, ordering: .relaxed)
         logger.info("control log read", ["records": "\(applied)", "in_force": "\(active.count)"])
     }
 
@@ -108,7 +112,11 @@ public final class FleetControl: Service {
                 $0.prune(now: now)
             }
             appliedCount.add(1, ordering: .relaxed)
-            logger.info("control record", ["record": record.summary])
+            if caughtUp.load(ordering: .relaxed) {
+                logger.info("control record", ["record": record.summary])
+            } else {
+                logger.debug("control record", ["record": record.summary])
+            }
         } catch {
             logger.warning("control log record skipped", ["error": "\(error)", "offset": delivery.streamOffset.map(String.init) ?? "?"])
         }

@@ -67,6 +67,32 @@ import Testing
         await events.stop()
     }
 
+    /// Second audit, finding 11: every slot held by connections trickling their headers (each
+    /// address under its limit) no longer keeps real clients out for the request deadline (30 s):
+    /// at three quarters of the connection limit, requests still arriving after 2 s are cut.
+    @Test func connectionsTricklingHeadersAreCutWithinSecondsWhenTheyFillTheServer() async throws {
+        let f = try await PipelineFixture()
+        let events = try RunningEvents(settings: f.settings, topology: f.topology, database: nil) {
+            $0.perIPConnectionLimit = 0
+            $0.connectionLimit = 40
+        }
+        let port = events.service.httpPort ?? 0
+        var slow: [Int32] = []
+        defer { slow.forEach { _ = close($0) } }
+        for _ in 0..<40 {
+            let fd = try RawClient.connect(port: port)
+            try RawClient.send(fd, "POST /event HTTP/1.1\r\nHost: t\r\n")
+            slow.append(fd)
+        }
+        try await Task.sleep(for: .seconds(3))
+        let (status, body) = try await eventsHTTP("POST", events.base + "/event", body: eventJSON("click", "mnid2m.1.2.3.4.9"))
+        #expect(status == 202, "\(body)")
+        // Cut until the pressure is off: fewer than three quarters of the limit stay.
+        #expect(slow.filter(RawClient.isOpen).count < 30, "trickling connections still open")
+        #expect(events.service.httpConnectionsCutAtDeadline >= 10)
+        await events.stop()
+    }
+
     @Test func aWrongKeyWithAHugeDeclaredBodyIsAnsweredWithoutReadingIt() async throws {
         let f = try await PipelineFixture()
         let events = try RunningEvents(settings: f.settings, topology: f.topology, database: nil,
