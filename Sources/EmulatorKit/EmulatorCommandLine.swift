@@ -35,8 +35,9 @@ public enum EmulatorCommandLine {
       --record N                accepted messages kept for GET /_emulator/messages (default 10000)
     Token prefixes unregistered invalid mismatch quota unavailable internal thirdparty answer that
     FCM error; flaky<N>-… fails N times with 503; quota<N>-… fails N times with 429 (Retry-After:
-    --retry-after); slow<MS>-… answers after MS ms; cut-… is accepted and recorded, but its answer
-    is cut after the headers and half the body.
+    --retry-after); slow<MS>-… answers after MS ms; slowonce<MS>-… answers its first send after
+    MS ms, later ones at once; cut-… is accepted and recorded, but its answer is cut after the
+    headers and half the body.
     """
 
     public static func parse(_ arguments: [String]) throws(UsageError) -> EmulatorCommand {

@@ -78,6 +78,7 @@ final class EmulatorService: Sendable {
             case .quotaTimes(let times):
                 if failsAgain(token, times: times) { return fail(.quotaExceeded(retryAfter: configuration.retryAfterSeconds)) }
             case .slow(let ms): slowMilliseconds = ms
+            case .slowOnce(let ms): if failsAgain(token, times: 1) { slowMilliseconds = ms }
             case .cutAnswer: cut = true
             }
         }

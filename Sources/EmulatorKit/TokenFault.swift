@@ -8,6 +8,9 @@ enum TokenFault: Equatable, Sendable {
     case quotaTimes(Int)
     /// Answer after `milliseconds`.
     case slow(milliseconds: Int)
+    /// Take and record the first send of the token, answering it after `milliseconds`; answer
+    /// later sends of it at once (counted per token): a path to FCM that went quiet, then came back.
+    case slowOnce(milliseconds: Int)
     /// Accept and record the message, then cut the answer after its headers and half its body
     /// (HTTP/2: the stream is reset; HTTP/1.1: the connection closes).
     case cutAnswer
@@ -15,6 +18,7 @@ enum TokenFault: Equatable, Sendable {
     /// The fault a token asks for, or nil for an ordinary token.
     static func parse(token: String) -> TokenFault? {
         if let n = numberedPrefix("flaky", in: token) { return .flaky(times: n) }
+        if let n = numberedPrefix("slowonce", in: token) { return .slowOnce(milliseconds: n) }
         if let n = numberedPrefix("slow", in: token) { return .slow(milliseconds: n) }
         if let n = numberedPrefix("quota", in: token) { return .quotaTimes(n) }
         if token.hasPrefix("cut-") { return .cutAnswer }

@@ -51,6 +51,9 @@ public struct SendResult: Sendable, Equatable {
     /// A `dead_lettered` result of a job an attempt of which timed out after its request was
     /// sent whole: FCM may have delivered it anyway (`possibly_delivered: true`, else absent).
     public var possiblyDelivered = false
+    /// A `sent` result of a job an earlier attempt of which timed out after its request was
+    /// sent whole: the device may have the push twice (`possibly_duplicate: true`, else absent).
+    public var possiblyDuplicate = false
 
     public init(jobID: String, appID: String, mnMessageID: String, campaign: String?, target: (kind: String, value: String),
                 outcome: SendOutcome, fcmMessageName: String? = nil, error: ResultError? = nil, attempts: Int, completedAt: Timestamp,
@@ -72,7 +75,7 @@ public struct SendResult: Sendable, Equatable {
         a.jobID == b.jobID && a.appID == b.appID && a.mnMessageID == b.mnMessageID && a.campaign == b.campaign
             && a.target.kind == b.target.kind && a.target.value == b.target.value && a.outcome == b.outcome
             && a.fcmMessageName == b.fcmMessageName && a.error == b.error && a.attempts == b.attempts && a.completedAt == b.completedAt
-            && a.replays == b.replays && a.possiblyDelivered == b.possiblyDelivered
+            && a.replays == b.replays && a.possiblyDelivered == b.possiblyDelivered && a.possiblyDuplicate == b.possiblyDuplicate
     }
 
     /// The latest-outcome rule of the contract: of two results for one `mn_message_id`, the
@@ -104,6 +107,7 @@ public struct SendResult: Sendable, Equatable {
         ]
         if let campaign { o["campaign"] = .string(campaign) }
         if possiblyDelivered { o["possibly_delivered"] = .bool(true) }
+        if possiblyDuplicate { o["possibly_duplicate"] = .bool(true) }
         if let fcmMessageName { o["fcm_message_name"] = .string(fcmMessageName) }
         if let error {
             var e: [String: JSONValue] = ["code": .string(error.code), "message": .string(error.message)]
@@ -145,6 +149,7 @@ public struct SendResult: Sendable, Equatable {
         var result = SendResult(jobID: jobID, appID: appID, mnMessageID: id, campaign: campaign, target: target, outcome: outcome,
                                 fcmMessageName: name, error: error, attempts: attempts, completedAt: completed, replays: replays)
         result.possiblyDelivered = object["possibly_delivered"] == .bool(true)
+        result.possiblyDuplicate = object["possibly_duplicate"] == .bool(true)
         return result
     }
 }

@@ -8,7 +8,7 @@ extension SendResult {
         out.reserveCapacity(320)
         // Keys in the order `JSONValue` writes them (sorted): app_id, attempts, campaign,
         // completed_at, error, fcm_message_name, job_id, mn_message_id, outcome,
-        // possibly_delivered (when true), replays, schema_version, target.
+        // possibly_delivered, possibly_duplicate (each when true), replays, schema_version, target.
         out.append(contentsOf: #"{"app_id":"#.utf8)
         JSONValue.writeString(appID, to: &out)
         out.append(contentsOf: #","attempts":"#.utf8)
@@ -41,7 +41,9 @@ extension SendResult {
         JSONValue.writeString(mnMessageID, to: &out)
         out.append(contentsOf: #","outcome":""#.utf8)
         out.append(contentsOf: outcome.rawValue.utf8)  // fixed lower-case names: nothing to escape
-        if possiblyDelivered { out.append(contentsOf: #"","possibly_delivered":true"#.utf8) } else { out.append(UInt8(ascii: "\"")) }
+        out.append(UInt8(ascii: "\""))
+        if possiblyDelivered { out.append(contentsOf: #","possibly_delivered":true"#.utf8) }
+        if possiblyDuplicate { out.append(contentsOf: #","possibly_duplicate":true"#.utf8) }
         out.append(contentsOf: #","replays":"#.utf8)
         Self.writeInt(replays, to: &out)
         out.append(contentsOf: #","schema_version":"#.utf8)

@@ -113,9 +113,12 @@ public struct JobPlanner: Sendable {
         let allTargets = Dictionary(uniqueKeysWithValues: targets(of: job).map { ($0.index, $0.target) })
 
         func result(_ index: Int, _ id: String, _ outcome: SendOutcome, name: String? = nil, error: ResultError? = nil) {
-            plan.results.append(SendResult(jobID: job.jobID, appID: job.appID, mnMessageID: id, campaign: job.campaign,
-                                           target: allTargets[index]!, outcome: outcome, fcmMessageName: name, error: error,
-                                           attempts: attempt, completedAt: now))
+            var result = SendResult(jobID: job.jobID, appID: job.appID, mnMessageID: id, campaign: job.campaign,
+                                    target: allTargets[index]!, outcome: outcome, fcmMessageName: name, error: error,
+                                    attempts: attempt, completedAt: now)
+            // Sent now after an earlier attempt FCM may have taken: the device may have it twice.
+            result.possiblyDuplicate = possiblyDelivered && outcome == .sent
+            plan.results.append(result)
         }
         func deadLetter(_ code: DeadLetterCode, _ index: Int, _ error: ResultError) {
             dead[code, default: ([], "")].indices.append(index)
