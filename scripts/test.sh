@@ -13,7 +13,7 @@ lines=${PUSH_TEST_RABBITMQ_LINES:-system newest 4.0:broker}
 broker_facing='AMQPTests|WorkerIntegrationTests|RetryTierIntegrationTests|DlqIntegrationTests|ResultsStreamTests'
 broker_facing+='|EventsIntegrationTests|QuotaSharingTests|WorkerOutageTests|ClusterFailoverTests|DeadLetteredResultsTests'
 broker_facing+='|StreamedJobTests|PacedProjectTests|ForgedHeadersTests|WorkerProcessTests|RabbitMQLineTests|UrgentJobTests|CancelAndPauseTests'
-broker_facing+='|EventsForRealClientsTests|ReferenceClientsTests'
+broker_facing+='|EventsForRealClientsTests|ReferenceClientsTests|SilentNodeTests|ClockSkewTests'
 for entry in $lines; do
   [ "${entry%%:*}" = system ] || scripts/rabbitmq-lines.sh make "${entry%%:*}"
 done
