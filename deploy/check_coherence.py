@@ -8,7 +8,7 @@ Each rule prints `FAIL [rule] file: what` for what breaks it; exit 1 if any does
   metrics   every push_connector_* metric the alerts, their tests, the dashboard and
             docs/operations.md name is one the source exports
   alerted   the metrics an operator must hear about each have an alert
-  vhost     deploy/rabbitmq-definitions.json names the vhost every AMQP URL and KEDA trigger uses
+  vhost     deploy/rabbitmq-definitions.json names the vhost every AMQP URL, KEDA trigger and AsyncAPI binding uses
   keda      every ScaledObject has a maxReplicaCount and scales on the job queue and the urgent queue
   runbooks  every alert has a runbook_url that is a URL to a heading of a document in docs/
 Usage: check_coherence.py [ROOT]   (default: the repository)
@@ -148,6 +148,11 @@ def check_vhost():
             for used in re.findall(r"vhostName:\s*\"?([^,\s}\"]+)", line):
                 if used != vhost:
                     fail("vhost", f"{path}:{number}", f"KEDA vhostName {used!r}, the definitions file {vhost!r}")
+    # The AsyncAPI document's AMQP bindings name the same vhost (issue 51: they said "/push").
+    for number, line in enumerate(read("contracts/asyncapi.yaml").splitlines(), 1):
+        for used in re.findall(r"\bvhost:\s*\"?([^,\s}\"]+)", line):
+            if used != vhost:
+                fail("vhost", f"contracts/asyncapi.yaml:{number}", f"binding vhost {used!r}, the definitions file {vhost!r}")
 
 
 def check_keda():

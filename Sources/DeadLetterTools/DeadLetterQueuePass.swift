@@ -52,7 +52,7 @@ final class DeadLetterQueuePass {
         do {
             client = try AMQPChannelClient(settings: settings)
         } catch {
-            throw CommandFailure("\(command): cannot connect to \(settings.redactedURL): \(error)")
+            throw CommandFailure.broker(error, command: command, step: "cannot connect to \(settings.redactedURL)")
         }
         do {
             initialCount = Int(try client.messageCount(queue: queue))
@@ -65,7 +65,7 @@ final class DeadLetterQueuePass {
             republisher = try AMQPChannelClient(settings: settings)
         } catch {
             client.close()
-            throw CommandFailure("\(command): cannot connect to \(settings.redactedURL): \(error)")
+            throw CommandFailure.broker(error, command: command, step: "cannot connect to \(settings.redactedURL)")
         }
     }
 

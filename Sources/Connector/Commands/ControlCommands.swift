@@ -32,8 +32,8 @@ enum ControlLog {
             try client.publishConfirmed(exchange: "", routingKey: topology.controlLog, body: Data(record.encoded),
                                         properties: MessageProperties(contentType: "application/json", persistent: true), mandatory: true)
         } catch {
-            throw CommandFailure("\(command): cannot write to the control log \(topology.controlLog) on \(settings.redactedURL) "
-                + "(declare the topology: push-connector topology declare): \(error)")
+            throw CommandFailure.broker(error, command: command, step: "cannot write to the control log \(topology.controlLog) on "
+                + "\(settings.redactedURL) (declare the topology: push-connector topology declare)")
         }
     }
 
@@ -65,7 +65,7 @@ enum ControlLog {
             }
             await reader.close()
         } catch {
-            throw CommandFailure("\(command): cannot read the control log \(topology.controlLog) on \(settings.redactedURL): \(error)")
+            throw CommandFailure.broker(error, command: command, step: "cannot read the control log \(topology.controlLog) on \(settings.redactedURL)")
         }
         return book
     }

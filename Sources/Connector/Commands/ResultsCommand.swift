@@ -60,8 +60,8 @@ public struct ResultsCommand: Command {
             reader = try await StreamReader(settings: settings, stream: topology.resultsStream, from: query.from,
                                             filterValues: query.appID.map { [$0] } ?? [])
         } catch {
-            throw CommandFailure("results: cannot read the stream \(topology.resultsStream) on \(settings.redactedURL) "
-                + "(wrong --prefix? run push-connector topology declare): \(error)")
+            throw CommandFailure.broker(error, command: "results", step: "cannot read the stream \(topology.resultsStream) on "
+                + "\(settings.redactedURL) (wrong --prefix? run push-connector topology declare)")
         }
         var printed = 0
         do {

@@ -79,7 +79,7 @@ public struct SendCommand: Command {
         do {
             publisher = try await ConfirmingPublisher.connect(settings: settings)
         } catch {
-            throw CommandFailure("cannot connect to \(settings.redactedURL): \(error)")
+            throw CommandFailure.broker(error, command: "send", step: "cannot connect to \(settings.redactedURL)")
         }
         let properties = MessageProperties(contentType: "application/json", persistent: true)
         var confirmed = 0

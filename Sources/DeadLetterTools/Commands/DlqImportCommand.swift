@@ -51,7 +51,7 @@ public struct DeadLetterImportCommand<Queue: DeadLetterQueueChoice>: Command {
         }
         let client: AMQPChannelClient
         do { client = try AMQPChannelClient(settings: settings) } catch {
-            throw CommandFailure("\(command): cannot connect to \(settings.redactedURL): \(error)")
+            throw CommandFailure.broker(error, command: command, step: "cannot connect to \(settings.redactedURL)")
         }
         defer { client.close() }
         do { _ = try client.messageCount(queue: Queue.queue(topology)) } catch {
