@@ -17,6 +17,7 @@ import Testing
         Breakage("alerted", "deploy/prometheus/alerts.yml", "increase(push_connector_events_store_failures_total",
                  "increase(push_connector_events_transactions_total"),
         Breakage("vhost", "deploy/k8s/events.yaml", "rabbitmq.messaging.svc:5671/push", "rabbitmq.messaging.svc:5671/%2f"),
+        Breakage("vhost", "contracts/asyncapi.yaml", "autoDelete: false, vhost: push}", "autoDelete: false, vhost: /push}"),
         Breakage("keda", "deploy/k8s/worker.yaml", "  maxReplicaCount: 20\n", ""),
         Breakage("keda", "deploy/k8s/worker.yaml", "queueName: push.jobs.high", "queueName: push.jobs.urgent"),
         Breakage("runbooks", "deploy/prometheus/alerts.yml", "operations.md#urgent-jobs", "operations.md#urgent-job"),
@@ -24,7 +25,7 @@ import Testing
     func aBrokenCopyFailsTheRuleItBreaks(_ breakage: Breakage) throws {
         let copy = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: copy) }
-        for item in ["deploy", "docs", "Sources", "README.md", "docker-compose.yml"] {
+        for item in ["deploy", "docs", "Sources", "contracts", "README.md", "docker-compose.yml"] {
             try FileManager.default.copyItem(atPath: repositoryRoot + "/" + item, toPath: copy + "/" + item)
         }
         let file = copy + "/" + breakage.file
