@@ -39,13 +39,12 @@ import Testing
         try await eventually("the endpoint answers") { (try? httpStatusNow(base + "/healthz")) == 200 }
         for n in 0..<4 { #expect((try? await eventsHTTP("POST", base + "/events", body: Self.batch(n)).0) == 202) }
         #expect(relay.connections >= 1, "the first node was not used")
-        print("silent node: relay connections before the freeze: \(relay.connections)")
 
         relay.freeze()
         let frozenAt = ContinuousClock.now
         // A burst, as apps flushing their queues, then one post every 250 ms, each on its own
-        // (start, answer); /healthz read every 250 ms meanwhile.
-        // Each request on a thread of its own (curl blocks its thread; the cooperative pool has two).
+        // (start, answer); /healthz read every 250 ms meanwhile. Each request on a thread of its
+        // own: curl blocks its thread, and the cooperative pool has two.
         let burst = (0..<20).map { n in Task { await onItsOwnThread { Self.postStatus(base + "/events", Self.batch(10_000 + n)) } } }
         let health = Task {
             await onItsOwnThread {
@@ -77,7 +76,6 @@ import Testing
         #expect(healthSeen.contains(503) && healthSeen.last == 200, "/healthz: \(healthSeen)")
         let logText = String(decoding: FileManager.default.contents(atPath: log) ?? Data(), as: UTF8.self)
         #expect(logText.contains("events publisher connection lost"), "\(logText)")
-        print("silent node: relay connections \(relay.connections); log: \(logText)")
         print("silent node: posts taken again from \(outage) after the freeze; answers \(statuses.map(\.1)); /healthz \(healthSeen)")
         let stopping = ContinuousClock.now
         kill(events.processIdentifier, SIGTERM)
