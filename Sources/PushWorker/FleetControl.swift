@@ -112,9 +112,10 @@ public final class FleetControl: Service {
                 $0.prune(now: now)
             }
             appliedCount.add(1, ordering: .relaxed)
+            // Summed up by the catch-up's one line; a summary is built only for a line written.
             if caughtUp.load(ordering: .relaxed) {
                 logger.info("control record", ["record": record.summary])
-            } else {
+            } else if logger.isDebugEnabled {
                 logger.debug("control record", ["record": record.summary])
             }
         } catch {

@@ -22,17 +22,9 @@ import Testing
     /// walks back from `environ`, which the preloaded library had moved (CProcessArguments).
     @Test(arguments: ["push-connector", "fcm-emulator"])
     func theShippedBinaryReadsItsArgumentsUnderLibfaketime(binary: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try builtProduct(binary))
-        process.arguments = binary == "push-connector" ? ["cancel", "--help"] : ["--help"]
-        process.environment = try Self.skewed("+5m")
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let (code, text) = try runTool(try builtProduct(binary), binary == "push-connector" ? ["cancel", "--help"] : ["--help"],
+                                       environment: try Self.skewed("+5m"))
+        #expect(code == 0, "\(text)")
         #expect(text.hasPrefix(binary == "push-connector" ? "usage: push-connector cancel" : "usage: fcm-emulator"), "\(text)")
     }
 
@@ -50,13 +42,8 @@ import Testing
         try f.addApp("shop-ios")
         let common = ["--amqp-url", f.vhostURL, "--prefix", f.topology.prefix]
         for command in [["pause", "--app-id", "shop-ios", "--for", "1h", "--reason", "skew"], ["cancel", "--campaign", "STOP", "--reason", "skew"]] {
-            let operatorHost = Process()
-            operatorHost.executableURL = URL(fileURLWithPath: try builtProduct("push-connector"))
-            operatorHost.arguments = command + common
-            operatorHost.environment = try Self.skewed("+4m")
-            try operatorHost.run()
-            operatorHost.waitUntilExit()
-            #expect(operatorHost.terminationStatus == 0, "\(command)")
+            let (code, text) = try runTool(try builtProduct("push-connector"), command + common, environment: try Self.skewed("+4m"))
+            #expect(code == 0, "\(command): \(text)")
         }
         let dueSoon = Timestamp(secondsSince1970: Date().timeIntervalSince1970 + 120)
         func jobs(_ name: String) -> [String] {

@@ -200,18 +200,24 @@ func runPython(_ script: String, _ arguments: [String]) throws -> (Int32, String
     try runTool("python3", [script] + arguments)
 }
 
-/// Runs `TOOL ARGUMENTS` found on PATH (with `environment` added): its exit code and everything
-/// it printed (stdout and stderr together).
-func runTool(_ tool: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil) throws -> (Int32, String) {
+/// Runs `TOOL ARGUMENTS` found on PATH, or at a path (with `environment` added, `input` on its
+/// standard input): its exit code and everything it printed (stdout and stderr together).
+func runTool(_ tool: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+             input: String? = nil) throws -> (Int32, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = [tool] + arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let pipe = Pipe()
+    let pipe = Pipe(), stdin = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
+    if input != nil { process.standardInput = stdin }
     try process.run()
+    if let input {
+        try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+    }
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: output, as: UTF8.self))

@@ -45,7 +45,7 @@ import Testing
         // A burst, as apps flushing their queues, then one post every 250 ms, each on its own
         // (start, answer); /healthz read every 250 ms meanwhile. Each request on a thread of its
         // own: curl blocks its thread, and the cooperative pool has two.
-        let burst = (0..<20).map { n in Task { await onItsOwnThread { Self.postStatus(base + "/events", Self.batch(10_000 + n)) } } }
+        let burst = (0..<20).map { n in Task { await onItsOwnThread { (try? httpStatusNow(base + "/events", body: Self.batch(10_000 + n), maxTime: 20)) ?? 0 } } }
         let health = Task {
             await onItsOwnThread {
                 var seen: [Int] = []
@@ -58,7 +58,7 @@ import Testing
         }
         var probes: [(started: Duration, answer: Task<Int, Never>)] = []
         for n in 0..<80 {
-            probes.append((ContinuousClock.now - frozenAt, Task { await onItsOwnThread { Self.postStatus(base + "/events", Self.batch(20_000 + n)) } }))
+            probes.append((ContinuousClock.now - frozenAt, Task { await onItsOwnThread { (try? httpStatusNow(base + "/events", body: Self.batch(20_000 + n), maxTime: 20)) ?? 0 } }))
             try await Task.sleep(for: .milliseconds(250))
         }
         var statuses: [(Duration, Int)] = []
@@ -104,9 +104,9 @@ extension SilentNodeTests {
         defer { if events.isRunning { kill(events.processIdentifier, SIGKILL) } }
         let base = "http://127.0.0.1:\(port)"
         try await eventually("the endpoint answers") { (try? httpStatusNow(base + "/healthz")) == 200 }
-        #expect(await onItsOwnThread { Self.postStatus(base + "/events", Self.batch(1)) } == 202)
+        #expect(await onItsOwnThread { (try? httpStatusNow(base + "/events", body: Self.batch(1), maxTime: 20)) ?? 0 } == 202)
         relay.freeze()
-        let burst = (0..<20).map { n in Task { await onItsOwnThread { Self.postStatus(base + "/events", Self.batch(100 + n)) } } }
+        let burst = (0..<20).map { n in Task { await onItsOwnThread { (try? httpStatusNow(base + "/events", body: Self.batch(100 + n), maxTime: 20)) ?? 0 } } }
         try await Task.sleep(for: .seconds(3))
         let stopping = ContinuousClock.now
         kill(events.processIdentifier, SIGTERM)
@@ -118,23 +118,6 @@ extension SilentNodeTests {
         for post in burst { #expect([0, 202, 503].contains(await post.value)) }
         print("silent node: SIGTERM with writes waiting to exit \(took)")
     }
-
-    /// The status of a POST of `body` (curl, 20 s at most; 0 when curl failed).
-    static func postStatus(_ url: String, _ body: String) -> Int {
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", "-H", "Content-Type: application/json",
-                          "--data-binary", "@-", url]
-        let input = Pipe(), output = Pipe()
-        curl.standardInput = input
-        curl.standardOutput = output
-        guard (try? curl.run()) != nil else { return 0 }
-        try? input.fileHandleForWriting.write(contentsOf: Data(body.utf8))
-        try? input.fileHandleForWriting.close()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        curl.waitUntilExit()
-        return Int(text) ?? 0
-    }
 }
 
 /// `work` on a new OS thread, awaited: blocking calls (a child process's output) that must run
@@ -143,15 +126,10 @@ func onItsOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T
     await withCheckedContinuation { done in Thread.detachNewThread { done.resume(returning: work()) } }
 }
 
-/// The status of a GET, with a short timeout (curl).
-func httpStatusNow(_ url: String) throws -> Int {
-    let curl = Process()
-    curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    curl.arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2", url]
-    let out = Pipe()
-    curl.standardOutput = out
-    try curl.run()
-    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    curl.waitUntilExit()
-    return Int(text) ?? 0
+/// The status of a GET, or of a POST of `body` as JSON, within `maxTime` seconds (curl; 0 when
+/// no answer came). It blocks its thread.
+func httpStatusNow(_ url: String, body: String? = nil, maxTime: Int = 2) throws -> Int {
+    var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "\(maxTime)"]
+    if body != nil { arguments += ["-H", "Content-Type: application/json", "--data-binary", "@-"] }
+    return Int(try runTool("curl", arguments + [url], input: body).1) ?? 0
 }

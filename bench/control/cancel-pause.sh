@@ -29,11 +29,7 @@ fault_setup cancel-pause
 echo "RabbitMQ $line ($(scripts/rabbitmq-lines.sh version "$line"))"
 pc() { "$bin/push-connector" "$@"; }
 
-port=$(python3 scripts/free-port.py)
-"$bin/fcm-emulator" make-service-account --project shop-prod --token-uri "http://127.0.0.1:$port/token" --out "$state/sa.json" >/dev/null
-"$bin/fcm-emulator" --listen "127.0.0.1:$port" --service-account "$state/sa.json" --record 200000 >"$state/fcm.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "listening on" "$state/fcm.log" && break; sleep 0.1; done
+fault_emulator --record 200000
 cat >"$state/apps.json" <<JSON
 {"apps":[{"app_id":"shop-android","project_id":"shop-prod","credentials_file":"$state/sa.json"},
          {"app_id":"shop-ios","project_id":"shop-prod","credentials_file":"$state/sa.json"}]}
@@ -44,7 +40,6 @@ worker() { # worker NAME: a worker process with default flags
   pids+=($!)
   eval "$1_pid=$!"
 }
-sent() { curl -s "http://127.0.0.1:$port/_emulator/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"].get("sent",0))'; }
 
 # --- cancel under load
 python3 - "$state/campaign.jsonl" <<'PY'
@@ -58,10 +53,10 @@ with open(sys.argv[1], "w") as f:
 PY
 pc send --no-validate "$state/campaign.jsonl" >/dev/null
 worker w1; worker w2; worker w3
-while [ "$(sent)" -lt 33000 ]; do sleep 0.05; done
+while [ "$(emulator_sent)" -lt 33000 ]; do sleep 0.05; done
 pc cancel --campaign WRONG --reason "wrong segment" >"$state/cancel.out"
 returned=$(date +%s%3N)
-at_cancel=$(sent)
+at_cancel=$(emulator_sent)
 echo "cancelled at $at_cancel of 100000 recipients sent: $(cat "$state/cancel.out")"
 # Every recipient gets its result: the unsent rest of jobs in flight come back from a retry tier.
 pc results --json --timeout 40 --count 100000 >"$state/results.jsonl" || true  # retry copies: 5 s and 30 s tiers

@@ -23,11 +23,7 @@ bin=$(fault_binaries "$bin")
 fault_setup many-cancels
 pc() { "$bin/push-connector" "$@"; }
 
-port=$(python3 scripts/free-port.py)
-"$bin/fcm-emulator" make-service-account --project shop-prod --token-uri "http://127.0.0.1:$port/token" --out "$state/sa.json" >/dev/null
-"$bin/fcm-emulator" --listen "127.0.0.1:$port" --service-account "$state/sa.json" >"$state/fcm.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "listening on" "$state/fcm.log" && break; sleep 0.1; done
+fault_emulator
 cat >"$state/apps.json" <<JSON
 {"apps":[{"app_id":"shop-android","project_id":"shop-prod","credentials_file":"$state/sa.json"}]}
 JSON
@@ -39,13 +35,12 @@ with open(sys.argv[1], "w") as f:
         f.write(json.dumps({"job_id": f"j-{j}", "app_id": "shop-android", "campaign": f"C{j % 50}",
                             "notification": {"title": "T"}, "recipients": [{"token": f"t-{j}"}]}) + "\n")
 PY
-sent() { curl -s "http://127.0.0.1:$port/_emulator/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"].get("sent",0))'; }
 
 # One run: the jobs queued, a worker started, timed until every job is sent.
 run() { # run LABEL
   pc send --no-validate "$state/jobs.jsonl" >/dev/null
   local before start now count
-  before=$(sent)
+  before=$(emulator_sent)
   local launched
   launched=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
   "$bin/push-connector" worker --config "$state/apps.json" --no-declare --fcm-url "http://127.0.0.1:$port" --log-level info \
@@ -54,7 +49,7 @@ run() { # run LABEL
   pids+=("$worker")
   start=""
   while :; do
-    count=$(( $(sent) - before ))
+    count=$(( $(emulator_sent) - before ))
     now=$(date +%s.%N)
     if [ -z "$start" ] && [ "$count" -gt 0 ]; then start=$now first=$count; fi
     [ "$count" -ge "$jobs" ] && break

@@ -21,11 +21,7 @@ bin=$(fault_binaries "$bin")
 fault_setup oversize-jobs
 pc() { "$bin/push-connector" "$@"; }
 
-port=$(python3 scripts/free-port.py)
-"$bin/fcm-emulator" make-service-account --project shop-prod --token-uri "http://127.0.0.1:$port/token" --out "$state/sa.json" >/dev/null
-"$bin/fcm-emulator" --listen "127.0.0.1:$port" --service-account "$state/sa.json" >"$state/fcm.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q "listening on" "$state/fcm.log" && break; sleep 0.1; done
+fault_emulator
 cat >"$state/apps.json" <<JSON
 {"apps":[{"app_id":"shop-android","project_id":"shop-prod","credentials_file":"$state/sa.json"},
          {"app_id":"shop-ios","project_id":"shop-prod","credentials_file":"$state/sa.json"}]}
@@ -43,19 +39,18 @@ with open(sys.argv[1] + "/other.jsonl", "w") as f:
         f.write(json.dumps({"job_id": f"other-{n}", "app_id": "shop-ios", "notification": {"title": "T"},
                             "recipients": [{"token": f"other-{n}"}]}) + "\n")
 PY
-sent() { curl -s "http://127.0.0.1:$port/_emulator/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["totals"].get("sent",0))'; }
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }  # user + system, in seconds (100 ticks a second)
 
 run() { # run LABEL FILE...: the files published, a worker started, timed until the other App ID's 100 sends
   local label=$1; shift
-  local before; before=$(sent)
+  local before; before=$(emulator_sent)
   for file in "$@"; do pc send --no-validate "$file" >/dev/null; done
   local start; start=$(date +%s.%N)
   "$bin/push-connector" worker --config "$state/apps.json" --no-declare --fcm-url "http://127.0.0.1:$port" --log-level warn \
     >"$state/$label.log" 2>&1 &
   local worker=$!
   pids+=("$worker")
-  while [ $(( $(sent) - before )) -lt 100 ]; do sleep 0.02; done
+  while [ $(( $(emulator_sent) - before )) -lt 100 ]; do sleep 0.02; done
   local reached; reached=$(echo "$(date +%s.%N) - $start" | bc -l)
   sleep 2  # the rejected results published meanwhile
   local used; used=$(cpu "$worker")

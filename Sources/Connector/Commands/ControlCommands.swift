@@ -45,7 +45,7 @@ enum ControlLog {
             guard reason.count <= ControlRecord.maxReasonCharacters else {
                 throw UsageError("\(command): --reason is \(reason.count) characters; at most \(ControlRecord.maxReasonCharacters)")
             }
-            guard !reason.unicodeScalars.contains(where: { PrintableText.escaped(String($0)) != String($0) && $0 != "\\" }) else {
+            guard !reason.unicodeScalars.contains(where: PrintableText.isControl) else {
                 throw UsageError("\(command): --reason holds control characters")
             }
         }

@@ -15,7 +15,8 @@ struct MessageSize: Sendable {
         skeletonBytes = skeleton.count
         var pairs: [String: Int] = [:]
         pairs.reserveCapacity(data.count)
-        for (key, value) in data { pairs[key] = Self.pairBytes(key, value) }
+        var scratch: [UInt8] = []
+        for (key, value) in data { pairs[key] = Self.pairBytes(key, value, scratch: &scratch) }
         sharedPairBytes = pairs
         sharedTotal = pairs.values.reduce(0, +)
     }
@@ -23,23 +24,27 @@ struct MessageSize: Sendable {
     /// The encoded message's byte count for a recipient with `target` value, its own data and id.
     func count(target: String, own: [String: String], mnMessageID: String) -> Int {
         var total = sharedTotal, pairs = sharedPairBytes.count
+        var scratch: [UInt8] = []  // one buffer for every string this recipient adds
+        scratch.reserveCapacity(256)
         func replace(_ key: String, _ value: String) {
             if let shared = sharedPairBytes[key] { total -= shared } else { pairs += 1 }
-            total += Self.pairBytes(key, value)
+            total += Self.pairBytes(key, value, scratch: &scratch)
         }
         // The id is written last over whatever the shared or own data had under its key.
         for (key, value) in own where key != "mn_message_id" { replace(key, value) }
         replace("mn_message_id", mnMessageID)
-        return skeletonBytes + Self.stringBytes(target) - 2 + total + max(0, pairs - 1)
+        return skeletonBytes + Self.stringBytes(target, scratch: &scratch) - 2 + total + max(0, pairs - 1)
     }
 
     /// `"key":"value"` as the JSON writer writes it.
-    private static func pairBytes(_ key: String, _ value: String) -> Int { stringBytes(key) + 1 + stringBytes(value) }
+    private static func pairBytes(_ key: String, _ value: String, scratch: inout [UInt8]) -> Int {
+        stringBytes(key, scratch: &scratch) + 1 + stringBytes(value, scratch: &scratch)
+    }
 
-    /// A string with its quotes and escapes, as the JSON writer writes it.
-    private static func stringBytes(_ text: String) -> Int {
-        var out: [UInt8] = []
-        JSONValue.writeString(text, to: &out)
-        return out.count
+    /// A string with its quotes and escapes, as the JSON writer writes it (into `scratch`, reused).
+    private static func stringBytes(_ text: String, scratch: inout [UInt8]) -> Int {
+        scratch.removeAll(keepingCapacity: true)
+        JSONValue.writeString(text, to: &scratch)
+        return scratch.count
     }
 }
