@@ -126,7 +126,7 @@ let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _
     case .later(let work):
         // Counted, then the stop read: either `stop` sees this count and waits for the answer, or
         // this sees the stop and answers now (both sequentially consistent, so one of them sees
-        // the other). A request on a kept-alive connection may come after `stop` quiesced.
+        // the other). A request may come after `stop` began (a kept-alive or a new connection).
         server.suspended.add(1, ordering: .sequentiallyConsistent)
         guard !server.stopping.load(ordering: .sequentiallyConsistent) else {
             server.suspended.subtract(1, ordering: .releasing)

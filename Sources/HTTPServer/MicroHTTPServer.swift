@@ -86,16 +86,17 @@ public final class MicroHTTPServer: Sendable {
         port = Int(pc_mhd_bound_port(started))
     }
 
-    /// Stops accepting and waits for suspended requests to be answered (each is answered within
+    /// Answers every new request 503 and waits for suspended requests to be answered (each is answered within
     /// `asynchronousTimeout`, 503 at worst), then stops the daemon. libmicrohttpd aborts if
     /// stopped with suspended connections, so if some are still suspended after `deadline` the
     /// daemon is left to the process's exit rather than stopped. Idempotent.
     public func stop(deadline: Duration = .seconds(15)) async {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         server.stopping.store(true, ordering: .sequentiallyConsistent)
-        // The listen socket quiesce hands back is ours to close (the daemon forgets it).
-        let listener = MHD_quiesce_daemon(daemon)
-        defer { if listener >= 0 { _ = close(listener) } }
+        // No MHD_quiesce_daemon: on an epoll daemon with its own threads it races them to take
+        // the listen socket out of the epoll set, and the loser aborts the process (decision
+        // 0067). The listener stays open while the suspended requests finish; what arrives
+        // meanwhile is answered 503 at once, and MHD_stop_daemon closes it.
         let until = ContinuousClock.now + deadline
         while server.suspended.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < until {
             try? await Task.sleep(for: .milliseconds(10))
