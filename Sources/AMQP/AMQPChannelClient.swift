@@ -139,7 +139,7 @@ public final class AMQPChannelClient {
         let ok = reply.reply.decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
         let tag = ok.delivery_tag, redelivered = ok.redelivered != 0, count = ok.message_count
         let exchange = CDecode.string(ok.exchange), routingKey = CDecode.string(ok.routing_key)
-        let (properties, body, encoded) = try connection.readContent(channel: 1, keepEncoded: true)
+        let (properties, body, encoded, _) = try connection.readContent(channel: 1, keepEncoded: true)
         connection.releaseBuffers()
         return Delivery(body: body, properties: properties, deliveryTag: tag, redelivered: redelivered,
                         exchange: exchange, routingKey: routingKey, messageCount: count, encodedProperties: encoded)

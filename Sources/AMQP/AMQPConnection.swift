@@ -46,6 +46,12 @@ final class AMQPConnection {
     private(set) var isOpen = false
     /// Socket descriptor, for `poll` together with a wake-up descriptor.
     private(set) var socketFD: Int32 = -1
+    /// A body declared larger than this is never held whole: its first `oversizeKept` bytes are
+    /// kept and the rest read and dropped frame by frame (`Delivery.declaredBodySize` says how
+    /// large it was). nil: every body whole.
+    var bodyLimit: Int?
+    /// What is kept of a body over `bodyLimit`: enough to identify the job in a dead letter.
+    static let oversizeKept = 64 << 10
     /// The node of `settings.nodes` this connection is open to.
     let nodeIndex: Int
     /// True when that node is reached over TLS (read once: `settings.nodes` builds an array).
@@ -386,10 +392,13 @@ final class AMQPConnection {
             let m = decoded.assumingMemoryBound(to: amqp_basic_deliver_t.self).pointee
             let tag = m.delivery_tag, redelivered = m.redelivered != 0
             let exchange = CDecode.string(m.exchange), routingKey = CDecode.string(m.routing_key)
-            let (properties, body, encoded) = try readContent(channel: frame.channel, keepEncoded: keepEncoded)
-            return .deliver(Delivery(body: body, properties: properties, deliveryTag: tag,
-                                     redelivered: redelivered, exchange: exchange, routingKey: routingKey,
-                                     messageCount: nil, encodedProperties: encoded))
+            let (properties, body, encoded, declared) = try readContent(channel: frame.channel, keepEncoded: keepEncoded,
+                                                                        limit: bodyLimit)
+            var delivery = Delivery(body: body, properties: properties, deliveryTag: tag,
+                                    redelivered: redelivered, exchange: exchange, routingKey: routingKey,
+                                    messageCount: nil, encodedProperties: encoded)
+            delivery.declaredBodySize = declared
+            return .deliver(delivery)
         case AMQPMethod.basicAck:
             let m = decoded.assumingMemoryBound(to: amqp_basic_ack_t.self).pointee
             return .ack(tag: m.delivery_tag, multiple: m.multiple != 0)
@@ -400,7 +409,7 @@ final class AMQPConnection {
             let m = decoded.assumingMemoryBound(to: amqp_basic_return_t.self).pointee
             let replyText = CDecode.string(m.reply_text), exchange = CDecode.string(m.exchange)
             let routingKey = CDecode.string(m.routing_key)
-            let (_, body, _) = try readContent(channel: frame.channel)
+            let (_, body, _, _) = try readContent(channel: frame.channel)
             return .returned(replyCode: m.reply_code, replyText: replyText, exchange: exchange,
                              routingKey: routingKey, body: body)
         case AMQPMethod.basicCancel:
@@ -432,8 +441,11 @@ final class AMQPConnection {
     /// Reads the content header and body frames following basic.deliver / get-ok / return.
     /// With `keepEncoded`, also returns the properties re-encoded by librabbitmq from what it
     /// decoded (every table entry in wire order with its wire type): `publish(encodedProperties:)`
-    /// sends them back unchanged.
-    func readContent(channel: UInt16, keepEncoded: Bool = false) throws(AMQPError) -> (MessageProperties, Data, Data?) {
+    /// sends them back unchanged. A body declared larger than `limit` is read to its end but
+    /// only its first `oversizeKept` bytes are kept, the frames' memory given back as they are
+    /// read; the last value is the declared size.
+    func readContent(channel: UInt16, keepEncoded: Bool = false,
+                     limit: Int? = nil) throws(AMQPError) -> (MessageProperties, Data, Data?, Int) {
         var frame = amqp_frame_t()
         var status = amqp_simple_wait_frame(state, &frame)
         guard status == AMQP_STATUS_OK.rawValue else {
@@ -452,8 +464,11 @@ final class AMQPConnection {
         let properties = CDecode.properties(
             frame.payload.properties.decoded.assumingMemoryBound(to: amqp_basic_properties_t.self).pointee)
         let encoded = keepEncoded ? try Self.encode(frame.payload.properties.decoded) : nil
-        var body = Data(capacity: size)
-        while body.count < size {
+        let oversize = limit.map { size > $0 } ?? false
+        let kept = oversize ? Self.oversizeKept : size
+        var body = Data(capacity: min(size, kept))
+        var received = 0
+        while received < size {
             status = amqp_simple_wait_frame(state, &frame)
             guard status == AMQP_STATUS_OK.rawValue else {
                 markLost()
@@ -462,9 +477,16 @@ final class AMQPConnection {
             guard frame.frame_type == UInt8(AMQP_FRAME_BODY) else {
                 throw .protocolError("expected a body frame, got frame type \(frame.frame_type)")
             }
-            body.append(CDecode.data(frame.payload.body_fragment))
+            let fragment = frame.payload.body_fragment
+            received += fragment.len
+            if body.count < kept, let bytes = fragment.bytes {
+                body.append(bytes.assumingMemoryBound(to: UInt8.self), count: min(fragment.len, kept - body.count))
+            }
+            // Dropped bytes are not held either: the frame's buffer goes back now, not after
+            // the whole message (nothing decoded from the pool is used past this point).
+            if oversize { releaseBuffers() }
         }
-        return (properties, body, encoded)
+        return (properties, body, encoded, size)
     }
 
     /// The wire encoding of decoded basic properties (librabbitmq's encoder; the buffer grows

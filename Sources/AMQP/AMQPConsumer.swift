@@ -93,10 +93,13 @@ public final class AMQPConsumer: Sendable {
     /// thread between two frames (possibly before `start` returns): it must not block (it starts
     /// work and returns); `deliveries` then only ends (normally or with the error that ended
     /// consumption).
+    ///
+    /// `bodyLimit`: a body declared larger is never held whole; the delivery carries its first
+    /// 64 KiB and its declared size (`Delivery.isTruncated`), so that the handler can refuse it.
     public static func start(settings: AMQPSettings, queue: String, prefetch: UInt16,
                              exclusive: Bool = false, arguments: AMQPTable = [:],
                              brokerArguments: (@Sendable (BrokerFeatures) -> AMQPTable)? = nil,
-                             coalescingAcks: Bool = false, sizing: PrefetchSizer? = nil,
+                             coalescingAcks: Bool = false, sizing: PrefetchSizer? = nil, bodyLimit: Int? = nil,
                              handler: (@Sendable (Delivery, AMQPConsumer) -> Void)? = nil) async throws -> AMQPConsumer {
         let consumer = try AMQPConsumer(queue: queue, prefetch: sizing?.initial ?? prefetch, handler: handler)
         let coalescer = coalescingAcks || sizing != nil
@@ -104,7 +107,7 @@ public final class AMQPConsumer: Sendable {
         try await withCheckedThrowingContinuation { (ready: CheckedContinuation<Void, any Error>) in
             startConnectionThread(name: "amqp-consumer \(queue)") {
                 consumer.run(settings: settings, exclusive: exclusive, arguments: arguments, brokerArguments: brokerArguments,
-                             coalescer: coalescer, sizing: sizing, ready: ready)
+                             coalescer: coalescer, sizing: sizing, bodyLimit: bodyLimit, ready: ready)
             }
         }
         return consumer
@@ -181,13 +184,15 @@ public final class AMQPConsumer: Sendable {
     }
 
     private func run(settings: AMQPSettings, exclusive: Bool, arguments: AMQPTable,
-                     brokerArguments: (@Sendable (BrokerFeatures) -> AMQPTable)?, coalescer: AckCoalescer?, sizing: PrefetchSizer?, ready: CheckedContinuation<Void, any Error>) {
+                     brokerArguments: (@Sendable (BrokerFeatures) -> AMQPTable)?, coalescer: AckCoalescer?, sizing: PrefetchSizer?,
+                     bodyLimit: Int?, ready: CheckedContinuation<Void, any Error>) {
         var coalescer = coalescer
         let connection: AMQPConnection
         var consumerTag: String
         var arguments = arguments
         do {
             connection = try AMQPConnection(settings: settings)
+            connection.bodyLimit = bodyLimit
             features.withLock { $0 = connection.brokerFeatures }
             if let brokerArguments { arguments.merge(brokerArguments(connection.brokerFeatures)) { _, added in added } }
             consumerTag = try startConsuming(connection, prefetch: prefetch, exclusive: exclusive, arguments: arguments)

@@ -55,6 +55,12 @@ public struct Delivery: Sendable {
     /// AMQP type (only from `AMQPChannelClient.get`): republish with them to copy a message
     /// byte for byte (`AMQPChannelClient.publishConfirmed(_:)`).
     public var encodedProperties: Data? = nil
+    /// The body's size as the broker declared it: larger than `body.count` when the consumer
+    /// kept only the start of a body over its limit (`AMQPConsumer.start(bodyLimit:)`).
+    public var declaredBodySize: Int
+
+    /// True when `body` is only the start of the message's body.
+    public var isTruncated: Bool { declaredBodySize > body.count }
 
     public init(body: Data, properties: MessageProperties, deliveryTag: UInt64, redelivered: Bool = false,
                 exchange: String = "", routingKey: String = "", messageCount: UInt32? = nil, encodedProperties: Data? = nil) {
@@ -66,5 +72,6 @@ public struct Delivery: Sendable {
         self.routingKey = routingKey
         self.messageCount = messageCount
         self.encodedProperties = encodedProperties
+        declaredBodySize = body.count
     }
 }

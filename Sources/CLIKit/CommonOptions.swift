@@ -42,7 +42,7 @@ public enum CommonOptions {
                .readableFile),
         .value(.maxInFlight, "N", "FCM requests in flight per process", default: "2000", .integer(1...100_000)),
         .value(.requestTimeout, "DURATION", "longest wait for FCM's answer to one request; a request sent whole that\n"
-               + "times out is retried and marked possibly delivered", default: "30s", .seconds(1...600)),
+               + "times out is retried and marked possibly delivered (a token fetch: at most 10 s)", default: "30s", .seconds(1...600)),
         .value(.fcmTransport, "KIND", "HTTP/2 client for FCM sends: nghttp2 (libnghttp2 directly) | curl (libcurl)",
                default: "nghttp2", .choice(FCMTransportKind.allCases.map(\.rawValue))),
         .flag(.allowInsecureHTTP, "allow http:// for --fcm-url and token_uri beyond loopback (127.0.0.0/8, ::1, localhost)"),

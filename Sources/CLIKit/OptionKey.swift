@@ -73,6 +73,7 @@ public enum OptionKey: String, CaseIterable, Sendable, CustomStringConvertible {
     case settings = "--settings"
     case shutdownDeadline = "--shutdown-deadline"
     case skip = "--skip"
+    case slowAnswer = "--slow-answer"
     case summary = "--summary"
     case timeout = "--timeout"
     case title = "--title"

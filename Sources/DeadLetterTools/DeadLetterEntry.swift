@@ -30,6 +30,9 @@ public struct DeadLetterEntry: Sendable, Equatable {
     /// Number of targets: recipients, or 1 for a topic / condition job; nil when the body is no job.
     public var targets: Int?
     public var bodyBytes: Int
+    /// The job body's size when the dead letter keeps only its start (`push-body-truncated-from`):
+    /// such a job cannot be replayed, only looked at.
+    public var truncatedFrom: Int?
 
     public init(jobID: String? = nil, appID: String? = nil, campaign: String? = nil, code: String,
                 message: String? = nil, attempts: Int? = nil, replays: Int = 0, firstFailedAt: Timestamp? = nil,
@@ -59,6 +62,7 @@ public struct DeadLetterEntry: Sendable, Equatable {
             else if job["topic"] != nil || job["condition"] != nil { targets = 1 }
         }
         replays = FailureHeaders.history(headers).replays
+        truncatedFrom = headers[DeadLetterHeader.truncatedFrom].flatMap(FailureHeaders.integer)
         if let failure = FailureHeaders.recorded(headers) {
             code = failure.code
             message = failure.message

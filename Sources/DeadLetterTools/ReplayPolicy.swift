@@ -21,8 +21,19 @@ public struct ReplayPolicy: Sendable, Equatable {
         self.force = force
     }
 
-    /// True when `entry` may be replayed.
-    public func allows(_ entry: DeadLetterEntry) -> Bool { force || entry.replays < maxReplays }
+    /// True when `entry` may be replayed: it keeps its whole body (even `force` does not replay
+    /// the start of a body, which would only be refused again) and was not replayed too often.
+    public func allows(_ entry: DeadLetterEntry) -> Bool { entry.truncatedFrom == nil && (force || entry.replays < maxReplays) }
+
+    /// Why `entry` is refused, in words (nil when `allows` it).
+    public func refusal(_ entry: DeadLetterEntry) -> String? {
+        if let size = entry.truncatedFrom {
+            return "its body was \(size) bytes, over --max-job-bytes, and only its first \(entry.bodyBytes) are kept: "
+                + "publish it again in smaller jobs"
+        }
+        guard !allows(entry) else { return nil }
+        return "replayed \(entry.replays) time(s) already (--max-replays \(maxReplays); --force to replay anyway)"
+    }
 
     /// The headers of the replayed copy (`FailureHeaders.replayed`).
     public static func replayHeaders(_ headers: AMQPTable, replays: Int) -> AMQPTable {

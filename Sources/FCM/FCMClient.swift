@@ -33,6 +33,12 @@ public final class FCMClient: Sendable {
         /// A token endpoint's `expires_in` below this is raised to it, so `expires_in: 0` cannot
         /// make every send fetch a token.
         public var minimumTokenLifetime: Duration = .seconds(60)
+        /// Sends in flight a project starts with (`ProjectConcurrency`): its limit grows from there
+        /// while it answers within `promptAnswer`, and halves with each slower answer.
+        public var projectInitialInFlight = 64
+        /// An answer slower than this, or this long with sends in flight and no answer, makes a
+        /// project slow: its sends over its limit are deferred to a retry tier.
+        public var promptAnswer: Duration = .milliseconds(500)
         /// Told about every send request (metrics); nil: nobody watches.
         public var observer: (any FCMExchangeObserver)?
         public init() {}
@@ -43,6 +49,8 @@ public final class FCMClient: Sendable {
     public let rateLimiter: ProjectRateLimiter
     /// The sends of each project waiting for their turn at its rate (`pace`).
     let pacing: PacingLine
+    /// Each project's sends in flight, bounded by how fast it answers.
+    public let concurrency: ProjectConcurrency
     private let transport: any HTTPTransport
     /// Shut down by `shutdown()`: the transports this client made.
     private let ownedShutdowns: [@Sendable () -> Void]
@@ -65,11 +73,14 @@ public final class FCMClient: Sendable {
         }
     }
 
-    /// The token fetches' transport: few requests in flight, and HTTP/1.1 for an `http://`
-    /// token endpoint (a local or test one; Google's is https, negotiated by ALPN).
+    /// The token fetches' transport: few requests in flight, HTTP/1.1 for an `http://`
+    /// token endpoint (a local or test one; Google's is https, negotiated by ALPN), and at most
+    /// `longestTokenFetch` per fetch: a token endpoint that hangs pauses its project (and lets a
+    /// worker stop) that soon, not after a send's whole `--request-timeout`.
     private static func tokenTransportConfiguration(_ sends: CurlTransportConfiguration) -> CurlTransportConfiguration {
         var tokens = sends
         tokens.maxInFlight = min(tokens.maxInFlight, 64)
+        tokens.requestTimeout = min(tokens.requestTimeout, longestTokenFetch)
         tokens.cleartextHTTP2 = false
         return tokens
     }
@@ -88,7 +99,19 @@ public final class FCMClient: Sendable {
                                    minimumLifetime: configuration.minimumTokenLifetime, observer: configuration.observer)
         rateLimiter = ProjectRateLimiter(configuration: configuration.rateLimit)
         pacing = PacingLine(limiter: rateLimiter)
+        var tuning = ProjectLoad.Tuning()
+        tuning.maximum = max(1, configuration.transport.maxInFlight)
+        tuning.initial = max(1, configuration.projectInitialInFlight)
+        tuning.floor = min(tuning.floor, tuning.initial)
+        tuning.promptAnswer = configuration.promptAnswer
+        concurrency = ProjectConcurrency(tuning: tuning)
+        if let observer = configuration.observer {
+            concurrency.onChange { project, slow, limit in observer.projectSlowChanged(project, slow: slow, limit: limit) }
+        }
     }
+
+    /// The longest a token fetch may take (Google's endpoint answers within a second).
+    public static let longestTokenFetch: Duration = .seconds(10)
 
     /// The code of a send held back before it left this process: the project is paused (429,
     /// configuration failure) or over its rate; it never reached FCM.
@@ -117,8 +140,9 @@ public final class FCMClient: Sendable {
     }
 
     /// Sends one request body `{"message": …, "validate_only": …}` for `projectID` and gives its
-    /// outcome to `completion` (from any thread). In the common case (the project not paced, the
-    /// access token cached, a transport permit free) nothing waits as a task while FCM answers:
+    /// outcome to `completion` (from any thread), once the project has room for it in flight (a
+    /// slow project's send over its limit is deferred, `PROJECT_SLOW`). In the common case (the
+    /// project not paced, the access token cached, a transport permit free) nothing waits as a task while FCM answers:
     /// the request in flight costs its callbacks. Any other case, and a resend (connection loss,
     /// a 401), goes on in a task (`exchange`).
     ///
@@ -136,25 +160,49 @@ public final class FCMClient: Sendable {
                 if case .deferred(let pause) = await rateLimiter.waitOut(delay, project: projectID) {
                     return completion(Self.paused(projectID, retryAfter: pause))
                 }
-                completion(await self.exchange(exchange))
+                self.admit(exchange, completion: completion)
             }
         case .now(.granted):
-            guard let token = tokens.cachedToken(for: credentials) else {
-                Task { completion(await self.exchange(exchange)) }
+            admit(exchange, completion: completion)
+        }
+    }
+
+    /// Sends `exchange` once its project has room for one more send in flight
+    /// (`ProjectConcurrency`), timing it for the project's limit; a slow project's send over its
+    /// limit is deferred instead (`PROJECT_SLOW`).
+    private func admit(_ exchange: Exchange, completion: @escaping @Sendable (FCMOutcome) -> Void) {
+        let project = exchange.projectID
+        concurrency.enter(project: project) { decision in
+            guard case .go = decision else {
+                if case .deferred(let wait) = decision { completion(self.slow(project, retryAfter: wait)) }
                 return
             }
-            configuration.observer?.exchangeStarted()
             let started = ContinuousClock.now
-            transport.start(exchange.request(token)) { answer in
-                var exchange = exchange
-                switch self.step(after: answer, token: token, started: started, exchange: &exchange) {
-                case .done(let outcome): completion(outcome)
-                case .again: Task { completion(await self.exchange(exchange)) }
-                case .againWithNewToken:
-                    Task {
-                        await self.tokens.invalidate(token, for: exchange.credentials)
-                        completion(await self.exchange(exchange))
-                    }
+            self.sendNow(exchange) { outcome in
+                self.concurrency.leave(project: project, after: ContinuousClock.now - started)
+                completion(outcome)
+            }
+        }
+    }
+
+    /// Sends `exchange`: from the caller's thread when the access token is cached (nothing waits
+    /// as a task while FCM answers), in a task otherwise and for a resend.
+    private func sendNow(_ exchange: Exchange, completion: @escaping @Sendable (FCMOutcome) -> Void) {
+        guard let token = tokens.cachedToken(for: exchange.credentials) else {
+            Task { completion(await self.exchange(exchange)) }
+            return
+        }
+        configuration.observer?.exchangeStarted()
+        let started = ContinuousClock.now
+        transport.start(exchange.request(token)) { answer in
+            var exchange = exchange
+            switch self.step(after: answer, token: token, started: started, exchange: &exchange) {
+            case .done(let outcome): completion(outcome)
+            case .again: Task { completion(await self.exchange(exchange)) }
+            case .againWithNewToken:
+                Task {
+                    await self.tokens.invalidate(token, for: exchange.credentials)
+                    completion(await self.exchange(exchange))
                 }
             }
         }
@@ -254,6 +302,18 @@ public final class FCMClient: Sendable {
         guard !isValidProjectID(projectID) else { return nil }
         return .configurationFailed(FCMFailure(code: "INVALID_PROJECT_ID", httpStatus: nil,
                                                message: "project id \"\(projectID.prefix(64))\" is not a Firebase project id"))
+    }
+
+    /// The code of a send held back because its project answers slowly and has its limit of
+    /// sends in flight (`ProjectConcurrency`); it never reached FCM.
+    public static let projectSlowCode = "PROJECT_SLOW"
+
+    /// The outcome of a send held back because `projectID` answers slowly.
+    private func slow(_ projectID: String, retryAfter delay: Duration) -> FCMOutcome {
+        let (inFlight, _, _) = concurrency.state(project: projectID)
+        return .deferred(FCMFailure(code: Self.projectSlowCode, httpStatus: nil,
+                                    message: "project \(projectID) answers slowly: \(inFlight) sends in flight, this one waits in a retry tier"),
+                         retryAfter: delay)
     }
 
     /// The outcome of a send held back because `projectID` is paused or over its rate.

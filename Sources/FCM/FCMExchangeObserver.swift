@@ -12,9 +12,13 @@ public protocol FCMExchangeObserver: Sendable {
     /// A fault of the setup paused `project` for `duration` (not called while it stays paused):
     /// `cause` is the failure that did it, without secrets.
     func projectPaused(_ project: String, reason: ProjectRateLimiter.PauseReason, cause: FCMFailure, for duration: Duration)
+    /// `project` turned slow (`slow`: its sends over `limit` in flight are deferred) or answers
+    /// promptly again (`ProjectConcurrency`).
+    func projectSlowChanged(_ project: String, slow: Bool, limit: Int)
 }
 
 extension FCMExchangeObserver {
     public func tokenFetchFinished(status: Int?, cause: String) {}
     public func projectPaused(_ project: String, reason: ProjectRateLimiter.PauseReason, cause: FCMFailure, for duration: Duration) {}
+    public func projectSlowChanged(_ project: String, slow: Bool, limit: Int) {}
 }

@@ -38,6 +38,11 @@ final class H2Connection {
     var goawayLastStreamID: Int32?
     /// When the PING sent after a request timeout left; cleared by its ACK.
     var pingSentAt: UInt64?
+    /// Requests that timed out after being sent whole, answered once the connection's fate is
+    /// known (`settleAwaitingFate`): the PING's ACK (the peer is there and read the stream's
+    /// reset before it) or the connection's end, aborted so that the kernel drops the bytes it
+    /// still held for it. Their retry cannot meet a late copy of them on this connection.
+    private var awaitingFate: [H2Exchange] = []
     /// Set when nghttp2 refuses new streams (stream ids exhausted): no more requests here.
     private var refusesStreams = false
     private var outbound: [UInt8] = []
@@ -258,6 +263,31 @@ final class H2Connection {
         fail(TransportError(kind: state == .ready ? .connectionLost : .connectFailed, message: message))
     }
 
+    /// Closes a connection whose peer is gone with a reset (SO_LINGER 0): the kernel drops what
+    /// it still holds for it instead of retransmitting it once the route is back, so a request
+    /// that timed out here cannot reach FCM after its retry did.
+    private func abort(_ message: String) {
+        if fd >= 0 {
+            var now = linger(l_onoff: 1, l_linger: 0)
+            _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &now, socklen_t(MemoryLayout<linger>.size))
+        }
+        lose(message)
+    }
+
+    /// The PING's ACK came: the peer read the resets sent before it, so the requests that timed
+    /// out are answered (possibly delivered, as they may have been processed).
+    func pingAnswered() {
+        pingSentAt = nil
+        settleAwaitingFate()
+    }
+
+    private func settleAwaitingFate() {
+        guard !awaitingFate.isEmpty else { return }
+        let settled = awaitingFate
+        awaitingFate = []
+        for exchange in settled { exchange.finishInterrupted(pool.engine.shared.sentTimeoutError) }
+    }
+
     /// Moves nghttp2's pending frames to the socket; for https the frames of one pass are
     /// encrypted together (one SSL_write, full-size records) instead of one record per frame.
     func flush() {
@@ -322,7 +352,8 @@ final class H2Connection {
     /// Fails what outlived its deadline: the connect (`connectTimeout`) or requests in flight
     /// (each stream is reset; the connection stays usable). A timeout also sends a PING: a
     /// connection whose peer does not answer it within `pingTimeout` is dead (a black-holed
-    /// route, a half-open socket) and closes, so later requests get a new one.
+    /// route, a half-open socket) and is aborted, so later requests get a new one. A request
+    /// sent whole is answered (`TRANSPORT_TIMEOUT_AFTER_SEND`) only then, or at the PING's ACK.
     func expire(now: UInt64) {
         if isConnecting, now >= connectDeadline {
             fail(TransportError(kind: .connectFailed, message: "connect to \(pool.origin.description) timed out"))
@@ -330,7 +361,7 @@ final class H2Connection {
         }
         guard state == .ready, let session else { return }
         if let sent = pingSentAt, now &- sent >= pool.engine.shared.pingTimeout {
-            lose("no answer to PING from \(pool.origin.description)")
+            abort("no answer to PING from \(pool.origin.description)")
             return
         }
         guard !streams.isEmpty else { return }
@@ -340,9 +371,14 @@ final class H2Connection {
         for id in expired {
             guard let exchange = streams.removeValue(forKey: id) else { continue }
             nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id, NGHTTP2_CANCEL.rawValue)
-            // Its body all handed to the stream: FCM may have it whole (possibly delivered).
+            // Its body all handed to the stream: FCM may have it whole (possibly delivered), and
+            // its bytes may still be on their way: answered once the PING tells.
             let whole = exchange.bodySent >= exchange.request.body.count
-            exchange.finishInterrupted(whole ? pool.engine.shared.sentTimeoutError : pool.engine.shared.timeoutError)
+            if whole, exchange.status == 0 {
+                awaitingFate.append(exchange)
+            } else {
+                exchange.finishInterrupted(whole ? pool.engine.shared.sentTimeoutError : pool.engine.shared.timeoutError)
+            }
         }
         if pingSentAt == nil {
             pingSentAt = now
@@ -370,6 +406,7 @@ final class H2Connection {
         }
         outbound = []
         outboundStart = 0
+        settleAwaitingFate()
         for id in lost.keys.sorted() {
             guard let exchange = lost[id] else { continue }
             let unprocessed = requeue && goawayLastStreamID.map { id > $0 } == true

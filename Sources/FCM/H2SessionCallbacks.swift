@@ -47,7 +47,7 @@ extension H2Connection {
                 let last = frame.pointee.goaway.last_stream_id
                 me.goawayLastStreamID = min(last, me.goawayLastStreamID ?? last)
             case UInt8(NGHTTP2_PING.rawValue) where frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
-                me.pingSentAt = nil
+                me.pingAnswered()
             default:
                 break
             }

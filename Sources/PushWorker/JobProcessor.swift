@@ -101,11 +101,14 @@ public struct JobProcessor: Sendable {
 
     /// Reads and checks a delivery of `body` carrying `headers`, synchronously: decode, App ID,
     /// `not_after`, the job's shared part. Bad input is settled here as messages.
-    public func intake(body: Data, headers: AMQPTable) -> JobIntake {
+    /// `declaredSize`, when larger than `body.count`, says `body` is only the start of a body
+    /// the consumer did not hold whole (over `maxJobBytes`).
+    public func intake(body: Data, declaredSize: Int? = nil, headers: AMQPTable) -> JobIntake {
         let history = FailureHeaders.trustedHistory(headers, retryQueues: retryQueues)
         var record = JobRecord(attempt: history.attempt)
         let apps = catalog.current
-        let preparation = prepare(body: body, history: history, registry: apps.registry, record: &record)
+        let preparation = prepare(body: body, declaredSize: max(declaredSize ?? 0, body.count), history: history,
+                                  registry: apps.registry, record: &record)
         return JobIntake(history: history, record: record, preparation: preparation, sender: apps.sender)
     }
 
@@ -184,12 +187,17 @@ public struct JobProcessor: Sendable {
 
     /// Decodes the job, finds its App ID, checks `not_after` and prepares its shared part.
     @inline(never)
-    private func prepare(body: Data, history: DeliveryHistory, registry: AppRegistry, record: inout JobRecord) -> Preparation {
+    private func prepare(body: Data, declaredSize: Int, history: DeliveryHistory, registry: AppRegistry,
+                         record: inout JobRecord) -> Preparation {
         let now = clock()
-        if body.count > maxJobBytes {
-            return .settled([deadLetter(body: body, code: .invalidJob,
-                                        message: "the job body is \(body.count) bytes, over the limit of \(maxJobBytes) bytes (--max-job-bytes); not parsed",
-                                        history: history, now: now)])
+        if declaredSize > maxJobBytes {
+            let truncated = declaredSize > body.count
+            var letter = deadLetter(body: body, code: .invalidJob,
+                                    message: "the job body is \(declaredSize) bytes, over the limit of \(maxJobBytes) bytes (--max-job-bytes); not parsed"
+                                        + (truncated ? "; only its first \(body.count) bytes are kept" : ""),
+                                    history: history, now: now)
+            if truncated { letter.headers[DeadLetterHeader.truncatedFrom] = .int(Int64(declaredSize)) }
+            return .settled([letter])
         }
         let job: SendJob
         do {

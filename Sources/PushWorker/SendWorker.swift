@@ -137,7 +137,7 @@ public final class SendWorker: Service {
             let session = Mutex<Lane?>(nil)
             let consumer = try await AMQPConsumer.start(settings: configuration.settings, queue: configuration.queue,
                                                         prefetch: configuration.prefetch, coalescingAcks: true, sizing: sizing,
-                                                        handler: { delivery, consumer in
+                                                        bodyLimit: configuration.largestJob, handler: { delivery, consumer in
                 let lane = session.withLock { lane in
                     if let lane { return lane }
                     let made = Lane(consumer: consumer, processor: processor, outbound: outbound, tracker: tracker, log: log)
@@ -228,7 +228,8 @@ public final class SendWorker: Service {
         lane.tracker.enter()
         // A job waiting for the job admission is this callback, not a task: prefetched jobs of
         // many recipients cost their bytes while they wait.
-        let intake = lane.processor.intake(body: delivery.body, headers: delivery.properties.headers)
+        let intake = lane.processor.intake(body: delivery.body, declaredSize: delivery.declaredBodySize,
+                                           headers: delivery.properties.headers)
         lane.processor.admit(intake) { admitted in
             let job = LaneJob(delivery: delivery, admitted: admitted)
             // Admitted at once, or by a permit another job gave back (on a publisher's thread).

@@ -30,6 +30,8 @@ public final class WorkerMetrics: FCMExchangeObserver {
     public let oauthRequests: CounterFamily
     /// `{reason}`: pauses of a project that a fault of the setup started (`tls`, `auth`, `token`, `config`).
     public let projectPauses: CounterFamily
+    /// Times a project turned slow (`ProjectConcurrency`): its sends over its limit deferred.
+    public let projectsTurnedSlow: Counter
     private let transportFailures: Counter
     /// `fcmResponses` for the usual statuses, resolved once (no label lookup per answer).
     private let fcmStatus200: Counter
@@ -64,12 +66,14 @@ public final class WorkerMetrics: FCMExchangeObserver {
                                   labels: ["cause"])
         projectPauses = r.counter("push_connector_project_pauses_total", "project pauses started by a fault of the setup, by reason",
                                   labels: ["reason"])
+        projectsTurnedSlow = r.counter("push_connector_project_slowdowns_total",
+                                       "times a project turned slow (answers slower than --slow-answer, or none that long): its sends over its in-flight limit deferred").labels()
         lanes = r.gauge("push_connector_lanes", "consumer/publisher lane pairs configured").labels()
     }
 
     /// Adds the gauges read from live state at each scrape: connected lanes, their prefetch and
     /// paused projects.
-    public func observe(status: WorkerStatus, rateLimiter: ProjectRateLimiter?) {
+    public func observe(status: WorkerStatus, rateLimiter: ProjectRateLimiter?, concurrency: ProjectConcurrency? = nil) {
         registry.gauge("push_connector_lanes_connected", "lanes consuming with their publisher connected") {
             [([], status.connectedLanes)]
         }
@@ -79,6 +83,9 @@ public final class WorkerMetrics: FCMExchangeObserver {
         registry.gauge("push_connector_projects_paused", "Firebase projects paused right now, by reason", labels: ["reason"]) {
             let paused = rateLimiter?.pausedProjects() ?? [:]
             return ProjectRateLimiter.PauseReason.allCases.map { ([$0.rawValue], paused[$0] ?? 0) }
+        }
+        registry.gauge("push_connector_projects_slow", "Firebase projects answering slowly right now (their sends over the limit deferred)") {
+            [([], concurrency?.slowProjectCount ?? 0)]
         }
     }
 
@@ -106,6 +113,10 @@ public final class WorkerMetrics: FCMExchangeObserver {
 
     public func projectPaused(_ project: String, reason: ProjectRateLimiter.PauseReason, cause: FCMFailure, for duration: Duration) {
         projectPauses.labels(reason.rawValue).increment()
+    }
+
+    public func projectSlowChanged(_ project: String, slow: Bool, limit: Int) {
+        if slow { projectsTurnedSlow.increment() }
     }
 
     public func exchangeFinished(status: Int?, duration: Duration) {

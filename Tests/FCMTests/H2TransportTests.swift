@@ -195,6 +195,25 @@ import Testing
         #expect(transport.connectionsOpened == 2)
     }
 
+    /// Second audit, finding 6: a request that timed out after being sent whole is answered only
+    /// once its connection's fate is known, and a connection whose PING went unanswered is
+    /// aborted (a reset), so that the kernel drops the request's bytes instead of delivering them
+    /// when the route comes back, after the request's retry.
+    @Test func aRequestTimedOutOnADeadConnectionIsAnsweredOnceTheConnectionIsAborted() async throws {
+        let silent = try SilentPort()
+        defer { silent.close() }
+        let transport = Self.transport { $0.requestTimeout = .milliseconds(300) }
+        defer { transport.shutdown() }
+        let started = ContinuousClock.now
+        let error = try #require(Self.error(await transport.send(Self.request(url: "http://127.0.0.1:\(silent.port)/v1/x", token: "t"))))
+        let waited = ContinuousClock.now - started
+        #expect(error.kind == .timeoutAfterSend, "\(error)")
+        #expect(waited >= .milliseconds(1_200), "answered after \(waited), before the PING's 1 s told the connection's fate")
+        let ended = try #require(silent.takeConnection(), "the connection is in the backlog")
+        #expect(ended.bytes > 0, "the request reached the peer's socket")
+        #expect(ended.reset, "the dead connection ended with a FIN: its kernel would still send what it held")
+    }
+
     @Test func untrustedCertificateIsTLS() async throws {
         let fixture = try Fixture(tls: true, trustCA: false)
         defer { fixture.stop() }

@@ -47,6 +47,10 @@ public struct WorkerCommand: Command {
             .value(.shutdownDeadline, "DURATION", "time to finish in-flight work on SIGTERM", default: "30s", .seconds(0...3600)),
             .value(.maxJobBytes, "N", "larger job bodies are dead-lettered unparsed as INVALID_JOB",
                    default: String(JobProcessor.defaultMaxJobBytes), .integer(1_024...(64 << 20))),
+            .value(.slowAnswer, "DURATION", "a Firebase project answering slower than this (smoothed), or not at all for this long,\n"
+                   + "is slow: its sends over its own in-flight limit wait in the retry tiers, without using\n"
+                   + "attempts, so that it cannot hold the others' sends; raise it when FCM is far away", default: "500ms",
+                   .milliseconds(50...60_000)),
             .value(.quotaRefresh, "DURATION", "count the job queue's consumers this often and take this process's share of "
                    + "each project's quota; a 429 pauses the project on every worker (0: alone, no sharing)", default: "5s", .seconds(0...3600)),
             .value(.urgentInFlight, "N", "FCM requests reserved for high-priority jobs (the urgent queue <prefix>.jobs.high),\n"
@@ -113,7 +117,7 @@ public struct WorkerCommand: Command {
         urgentProcessor.sendWindow = PermitPool(capacity: plan.urgentInFlight)
         urgentProcessor.jobAdmission = PermitPool(capacity: 2 * plan.urgentInFlight)
         let urgentLane = SendWorker(configuration: plan.urgentWorker, processor: urgentProcessor, logger: logger, metrics: metrics)
-        metrics.observe(status: worker.status, rateLimiter: client.rateLimiter)
+        metrics.observe(status: worker.status, rateLimiter: client.rateLimiter, concurrency: client.concurrency)
         let fleet = plan.quotaRefresh.map { interval in
             var configuration = FleetQuota.Configuration(settings: plan.settings, topology: plan.topology, lanes: plan.worker.lanes)
             configuration.refreshInterval = interval

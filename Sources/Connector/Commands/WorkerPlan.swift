@@ -37,6 +37,7 @@ struct WorkerPlan {
         settings = try CommonOptions.brokerSettings(a, context, command: "worker")
         topology = try CommonOptions.topology(a, command: "worker")
         fcm = try CommonOptions.fcmConfiguration(a, context, command: "worker")
+        fcm.promptAnswer = .milliseconds(a.requiredMilliseconds(.slowAnswer))
         policy = RetryPolicy()
         policy.maxAttempts = a.integer(.maxAttempts)
         policy.baseDelay = .seconds(a.requiredSeconds(.retryBaseDelay))

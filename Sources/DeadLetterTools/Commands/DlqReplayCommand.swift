@@ -73,11 +73,10 @@ public struct DeadLetterReplayCommand<Queue: DeadLetterQueueChoice>: Command {
                 let entry = DeadLetterEntry(body: delivery.body, headers: delivery.properties.headers)
                 guard picked < limit, filter.matches(entry, now: now) else { return .keep }
                 matching += 1
-                guard policy.allows(entry) else {
+                if let refusal = policy.refusal(entry) {
                     refused += 1
                     if refusedLines.count < 20 {
-                        refusedLines.append("\(command): refused job \(entry.jobID ?? "(no job id)"): replayed \(entry.replays) "
-                            + "time(s) already (--max-replays \(policy.maxReplays); --force to replay anyway)")
+                        refusedLines.append("\(command): refused job \(entry.jobID ?? "(no job id)"): \(refusal)")
                     }
                     return .keep
                 }

@@ -48,4 +48,7 @@ public enum DeadLetterHeader {
     /// `high` on the dead letter of a high-priority job (its field, or taken from the urgent
     /// queue): `dlq replay` publishes it with the routing key `job.high`.
     public static let priority = "push-priority"
+    /// The size of a job body over `--max-job-bytes` of which the dead letter keeps only the
+    /// first 64 KiB (the worker never holds such a body whole): `dlq replay` leaves it.
+    public static let truncatedFrom = "push-body-truncated-from"
 }
