@@ -5,13 +5,14 @@ set -euo pipefail
 PACKAGES=(pkg-config librabbitmq-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev libmicrohttpd-dev
           libsqlite3-dev sqlite3 libpq-dev postgresql rabbitmq-server nghttp2-client curl openssl wrk bc
           shellcheck yamllint prometheus python3-yaml debootstrap golang-go golang-github-rabbitmq-amqp091-go-dev
-          chromium libfaketime)
+          chromium libfaketime kotlin)
 # deploy/check.sh uses shellcheck, yamllint, promtool (package prometheus) and python3-yaml;
 # the PostgreSQL tests start their own server from Debian's postgresql (scripts/test-postgres.sh).
 # debootstrap makes the Debian roots of the newer RabbitMQ lines (scripts/rabbitmq-lines.sh).
 # Go and amqp091-go build the reference clients of examples/go (ReferenceClientsTests); headless
 # chromium runs the web snippet of examples/web against the events endpoint (WebSnippetBrowserTests).
-# libfaketime gives shipped workers clocks of their own (ClockSkewTests).
+# libfaketime gives shipped workers clocks of their own (ClockSkewTests). kotlin builds the Android
+# events client of examples/android (MobileClientsTests).
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
