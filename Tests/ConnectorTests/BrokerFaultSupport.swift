@@ -55,7 +55,10 @@ extension PipelineFixture {
         let deadline = ContinuousClock.now + timeout
         while Set(results.map(\.jobID)).count < total {
             guard let d = try await resultsTap.next(by: deadline) else {
-                throw FixtureError("results for \(Set(results.map(\.jobID)).count) of \(total) jobs within \(timeout)")
+                // Where the missing jobs are (the job queue, a retry tier, the DLQ), for the CI page.
+                let queues = (try? broker.rabbitmqctl(["list_queues", "-p", settings.vhost, "--no-table-headers",
+                                                       "name", "messages", "messages_ready"])) ?? "(list_queues failed)"
+                throw FixtureError("results for \(Set(results.map(\.jobID)).count) of \(total) jobs within \(timeout); queues:\n\(queues)")
             }
             results.append(try SendResult.decode(JSONValue.parse(d.body)))
         }
