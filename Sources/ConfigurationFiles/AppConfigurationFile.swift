@@ -17,7 +17,7 @@ public enum AppConfigurationFile {
             let registry = try AppRegistry.decode(bytes)
             return AppRegistry(registry.appIDs.map { id in
                 var app = registry[id]!
-                app.credentialsFile = resolve(app.credentialsFile, relativeTo: path)
+                app.credentialsFile = app.credentialsFile.map { resolve($0, relativeTo: path) }
                 return app
             })
         } catch {
@@ -33,16 +33,26 @@ public enum AppConfigurationFile {
         return directory.isEmpty ? file : FilePaths.join(directory, file)
     }
 
-    /// Each App ID's credentials: a readable, well-formed service account whose key can sign.
-    /// One line per problem, naming the App ID file and the app.
-    public static func credentialProblems(_ registry: AppRegistry, path: String, allowInsecureHTTP: Bool) -> [String] {
+    /// An App ID's credentials (`Credentials.resolve`): its `credentials_file`, else Application
+    /// Default Credentials from `environment`.
+    public static func credentials(_ app: AppConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
+                                   allowInsecureHTTP: Bool) throws(ServiceAccountError) -> Credentials {
+        try Credentials.resolve(credentialsFile: app.credentialsFile, environment: environment, allowInsecureHTTP: allowInsecureHTTP)
+    }
+
+    /// Each App ID's credentials: a readable, well-formed service account whose key can sign, or
+    /// the metadata server. One line per problem, naming the App ID file and the app.
+    public static func credentialProblems(_ registry: AppRegistry, path: String, allowInsecureHTTP: Bool,
+                                          environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
         registry.appIDs.compactMap { appID in
+            let app = registry[appID]!
             do {
-                let account = try ServiceAccount.load(contentsOf: registry[appID]!.credentialsFile, allowInsecureHTTP: allowInsecureHTTP)
-                _ = try RSASigner(pem: account.privateKey)
+                if case .serviceAccount(let account) = try credentials(app, environment: environment, allowInsecureHTTP: allowInsecureHTTP) {
+                    _ = try RSASigner(pem: account.privateKey)
+                }
                 return nil
             } catch {
-                return "\(path): app \(appID): credentials_file: \(error)"
+                return "\(path): app \(appID): \(app.credentialsFile == nil ? "credentials (none named: Application Default Credentials)" : "credentials_file"): \(error)"
             }
         }
     }
@@ -51,14 +61,34 @@ public enum AppConfigurationFile {
     /// account's `project_id`. Legal (an account may be granted the FCM role in another
     /// project), but most often a copied file; sends go to `project_id`, and the account is
     /// refused there (`PERMISSION_DENIED`) unless it was granted the role.
-    public static func credentialWarnings(_ registry: AppRegistry, path: String, allowInsecureHTTP: Bool) -> [String] {
+    public static func credentialWarnings(_ registry: AppRegistry, path: String, allowInsecureHTTP: Bool,
+                                          environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
         registry.appIDs.compactMap { appID in
             let app = registry[appID]!
-            guard let account = try? ServiceAccount.load(contentsOf: app.credentialsFile, allowInsecureHTTP: allowInsecureHTTP),
+            guard case .serviceAccount(let account)? = try? credentials(app, environment: environment, allowInsecureHTTP: allowInsecureHTTP),
                   account.projectID != app.projectID else { return nil }
             return "\(path): app \(appID): warning: project_id \"\(app.projectID)\" is not the credentials' project_id "
                 + "\"\(account.projectID)\": sends go to \(app.projectID), where this service account needs the "
                 + "Firebase Cloud Messaging API Admin role"
+        }
+    }
+
+    /// Where each App ID's tokens come from, one line each (`config check`, `worker --check`).
+    public static func credentialSources(_ registry: AppRegistry, allowInsecureHTTP: Bool,
+                                         environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        registry.appIDs.map { appID in
+            let app = registry[appID]!
+            let source = (try? credentials(app, environment: environment, allowInsecureHTTP: allowInsecureHTTP))?.description ?? "unusable"
+            let variable: String = environment["GOOGLE_APPLICATION_CREDENTIALS"] ?? ""
+            let named: String
+            if let file = app.credentialsFile {
+                named = "credentials_file " + file
+            } else if !variable.isEmpty {
+                named = "no credentials_file; GOOGLE_APPLICATION_CREDENTIALS=" + variable
+            } else {
+                named = "no credentials_file, no GOOGLE_APPLICATION_CREDENTIALS"
+            }
+            return "\(appID): tokens from \(source) [\(named)]"
         }
     }
 
@@ -71,7 +101,8 @@ public enum AppConfigurationFile {
         if let registry = try? registry(path, bytes: bytes) {
             for id in registry.appIDs {
                 print.append(0)
-                print.append(contentsOf: FileManager.default.contents(atPath: registry[id]!.credentialsFile).map(Array.init) ?? [])
+                let file = registry[id]!.credentialsFile ?? ProcessInfo.processInfo.environment["GOOGLE_APPLICATION_CREDENTIALS"] ?? ""
+                print.append(contentsOf: FileManager.default.contents(atPath: file).map(Array.init) ?? [])
             }
         }
         return print

@@ -16,7 +16,7 @@ public enum EmulatorCommandLine {
     usage: fcm-emulator [--listen HOST:PORT] [--tls-cert FILE --tls-key FILE] [--service-account FILE]...
                         [--no-auth] [--token-lifetime S] [--token-expire-early S] [--retry-after S]
                         [--latency MS|MIN-MAX] [--latency-share P] [--error-rate KIND=P]... [--quota-per-minute N]
-                        [--goaway-every N] [--record N] [--max-streams N]
+                        [--goaway-every N] [--record N] [--max-streams N] [--metadata-server]
            fcm-emulator make-service-account --project P [--email E] --token-uri URL --out FILE
            fcm-emulator --help
 
@@ -33,6 +33,9 @@ public enum EmulatorCommandLine {
       --quota-per-minute N      fault: 429 QUOTA_EXCEEDED past N sends per project per minute
       --goaway-every N          fault: GOAWAY an HTTP/2 connection after N requests
       --record N                accepted messages kept for GET /_emulator/messages (default 10000)
+      --metadata-server         also serve the GCE/GKE metadata server's token endpoint
+                                (GET /computeMetadata/v1/instance/service-accounts/default/token,
+                                Metadata-Flavor: Google): run clients with GCE_METADATA_HOST=HOST:PORT
     Token prefixes unregistered invalid mismatch quota unavailable internal thirdparty answer that
     FCM error; flaky<N>-… fails N times with 503; quota<N>-… fails N times with 429 (Retry-After:
     --retry-after); slow<MS>-… answers after MS ms; slowonce<MS>-… answers its first send after
@@ -90,6 +93,7 @@ public enum EmulatorCommandLine {
             case "--goaway-every": config.goawayEveryRequests = try integer(flag, min: 1)
             case "--record": config.recordCapacity = try integer(flag)
             case "--max-streams": config.maxConcurrentStreams = try integer(flag, min: 1)
+            case "--metadata-server": config.metadataServer = true
             default: throw UsageError(description: "unknown option \(flag) (see --help)")
             }
         }

@@ -31,6 +31,10 @@ public struct EmulatorConfiguration: Sendable {
     public var recordCapacity: Int = 10_000
     /// SETTINGS_MAX_CONCURRENT_STREAMS advertised on HTTP/2 connections.
     public var maxConcurrentStreams: Int = 1000
+    /// Also serve the Google metadata server's token endpoint (GCE, GKE Workload Identity):
+    /// `GET /computeMetadata/v1/instance/service-accounts/default/token` with
+    /// `Metadata-Flavor: Google` hands out access tokens `messages:send` accepts, no key needed.
+    public var metadataServer: Bool = false
 
     public init() {}
 }
@@ -43,6 +47,7 @@ extension EmulatorConfiguration: Equatable {
             && a.retryAfterSeconds == b.retryAfterSeconds && a.latency == b.latency && a.latencyShare == b.latencyShare && a.errorRates == b.errorRates
             && a.goawayEveryRequests == b.goawayEveryRequests && a.quotaPerMinute == b.quotaPerMinute
             && a.recordCapacity == b.recordCapacity && a.maxConcurrentStreams == b.maxConcurrentStreams
+            && a.metadataServer == b.metadataServer
     }
 }
 

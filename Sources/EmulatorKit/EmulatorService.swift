@@ -33,6 +33,8 @@ final class EmulatorService: Sendable {
         }
         switch (request.method, path) {
         case ("POST", "/token"): return token(request)
+        case ("GET", "/computeMetadata/v1/instance/service-accounts/default/token") where configuration.metadataServer:
+            return metadataToken(request)
         case ("GET", "/_emulator/messages"): return listMessages(request.query)
         case ("DELETE", "/_emulator/messages"):
             store.clear()
@@ -148,6 +150,22 @@ final class EmulatorService: Sendable {
             store.countToken(issued: false)
             return .json(error.status, error.body)
         }
+    }
+
+    /// The metadata server's answer: a token for the attached service account, to a request
+    /// that says `Metadata-Flavor: Google` (403 otherwise, as the real one answers).
+    private func metadataToken(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.header("metadata-flavor") == "Google" else {
+            store.countToken(issued: false)
+            return HTTPResponse(status: 403, headers: [("content-type", "text/html; charset=UTF-8")],
+                                body: Array("Missing required header: Metadata-Flavor".utf8))
+        }
+        if let fault = tokenFault.withLock({ $0 }) {
+            store.countTokenFault()
+            return fault.response
+        }
+        store.countToken(issued: true)
+        return .json(200, oauth.issue(), extraHeaders: [("metadata-flavor", "Google")])
     }
 
     private func listMessages(_ query: [String: String]) -> HTTPResponse {

@@ -52,6 +52,11 @@ final class OAuthTokenEndpoint: Sendable {
         }
         guard let assertion = form["assertion"] else { throw .invalidRequest("Missing required parameter: assertion") }
         try verify(assertion: assertion, now: now)
+        return issue()
+    }
+
+    /// A new access token, as the JSON of a token answer (`access_token`, `expires_in`, `token_type`).
+    func issue() -> String {
         let token = "ya29.emu-" + (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         let validity = earlyExpiry.map { min($0, lifetime) } ?? lifetime
         let deadline = MonotonicClock.nowNanos() &+ UInt64(max(0, validity.nanoseconds))

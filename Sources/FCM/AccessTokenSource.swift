@@ -1,8 +1,10 @@
 import FoundationEssentials
 import Synchronization
 
-/// Hands out OAuth2 access tokens for service accounts: one cached token per account, refreshed
-/// `refreshMargin` before it expires, with a single refresh in flight however many callers wait.
+/// Hands out OAuth2 access tokens for `Credentials`: one cached token per service-account key or
+/// metadata server, refreshed `refreshMargin` before it expires, with a single refresh in flight
+/// however many callers wait. A service account's token comes from its `token_uri` (a signed
+/// JWT assertion); the metadata server's from a GET with `Metadata-Flavor: Google`.
 public actor AccessTokenSource {
     /// An account's refresh in flight and its key's signer; its token lives in `cached`.
     private struct Entry {
@@ -45,27 +47,29 @@ public actor AccessTokenSource {
 
     /// The cached token for `account` when it is not yet due for a refresh (what `token(for:)`
     /// would return at once), read without entering the actor; nil otherwise.
-    public nonisolated func cachedToken(for account: ServiceAccount) -> AccessToken? {
-        guard let current = cached.withLock({ $0[account.cacheKey] }), now() < current.refreshAt else { return nil }
+    public nonisolated func cachedToken(for credentials: Credentials) -> AccessToken? {
+        guard let current = cached.withLock({ $0[credentials.cacheKey] }), now() < current.refreshAt else { return nil }
         return current.token
     }
 
     /// A token for `account` that is valid for at least `refreshMargin` (fetching one if needed);
     /// a token shorter-lived than twice the margin is reused for the first half of its life.
-    public func token(for account: ServiceAccount) async throws(OAuthError) -> AccessToken {
-        if let token = cachedToken(for: account) { return token }
-        let key = account.cacheKey
+    public func token(for credentials: Credentials) async throws(OAuthError) -> AccessToken {
+        if let token = cachedToken(for: credentials) { return token }
+        let key = credentials.cacheKey
         var entry = entries[key] ?? Entry()
         let refresh: Task<AccessToken, any Error>
         if let running = entry.refresh {
             refresh = running
         } else {
-            let signer: RSASigner
-            if let existing = entry.signer {
-                signer = existing
-            } else {
-                signer = try RSASigner(pem: account.privateKey)
-                entry.signer = signer
+            var signer: RSASigner?
+            if case .serviceAccount(let account) = credentials {
+                if let existing = entry.signer {
+                    signer = existing
+                } else {
+                    signer = try RSASigner(pem: account.privateKey)
+                    entry.signer = signer
+                }
             }
             let transport = self.transport
             let now = self.now
@@ -73,7 +77,7 @@ public actor AccessTokenSource {
             let observer = self.observer
             refresh = Task {
                 do {
-                    let token = try await Self.fetch(account: account, signer: signer, transport: transport,
+                    let token = try await Self.fetch(credentials, signer: signer, transport: transport,
                                                      minimumLifetime: minimumLifetime, now: now)
                     observer?.tokenFetchFinished(status: 200, cause: "ok")
                     return token
@@ -104,23 +108,30 @@ public actor AccessTokenSource {
     /// Drops `token` if it is still the cached one for `account` (after a 401 for it), so the
     /// next `token(for:)` fetches a fresh one. Several callers reporting the same stale token
     /// cause one refresh.
-    public func invalidate(_ token: AccessToken, for account: ServiceAccount) {
-        let key = account.cacheKey
+    public func invalidate(_ token: AccessToken, for credentials: Credentials) {
+        let key = credentials.cacheKey
         cached.withLock { tokens in
             if tokens[key]?.token == token { tokens[key] = nil }
         }
     }
 
-    private static func fetch(account: ServiceAccount, signer: RSASigner, transport: any HTTPTransport,
+    private static func fetch(_ credentials: Credentials, signer: RSASigner?, transport: any HTTPTransport,
                               minimumLifetime: TimeInterval, now: @Sendable () -> Date) async throws -> AccessToken {
-        let issuedAt = Int64(now().timeIntervalSince1970)
-        let assertion = try JWTAssertion(account: account).signed(with: signer, issuedAt: issuedAt)
-        let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
-        let request = HTTPRequest(url: account.tokenURI,
+        let request: HTTPRequest
+        switch credentials {
+        case .serviceAccount(let account):
+            let issuedAt = Int64(now().timeIntervalSince1970)
+            let assertion = try JWTAssertion(account: account).signed(with: signer!, issuedAt: issuedAt)
+            let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
+            request = HTTPRequest(url: account.tokenURI,
                                   // "Expect:" off: over HTTP/1.1 libcurl would otherwise wait up to 1 s for a
                                   // 100 Continue before sending the assertion.
                                   headers: ["Content-Type: application/x-www-form-urlencoded", "Expect:"],
                                   body: Array(form.utf8))
+        case .metadataServer(let host):
+            request = HTTPRequest(url: Credentials.metadataTokenURL(host: host), headers: ["Metadata-Flavor: Google"], body: [],
+                                  method: "GET")
+        }
         switch await transport.send(request) {
         case .failure(let error) where error.kind == .tls:
             throw OAuthError.untrustedEndpoint(error.message)

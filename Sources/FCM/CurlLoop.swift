@@ -93,8 +93,13 @@ final class CurlLoop: @unchecked Sendable {
         let isolate = cleartext && CurlGlobal.priorKnowledgeReuseBroken
         pc_curl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, isolate ? 1 : 0)
         pc_curl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, isolate ? 1 : 0)
-        pc_curl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.request.body.count))
-        pc_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body)
+        if transfer.request.method == "GET" {
+            pc_curl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        } else {
+            pc_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
+            pc_curl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(transfer.request.body.count))
+            pc_curl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body)
+        }
         pc_curl_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, transfer.headerList)
         transfer.bodyLimit = max(1, configuration.maxResponseBytes)
         let context = Unmanaged.passUnretained(transfer).toOpaque()

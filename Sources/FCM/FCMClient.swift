@@ -122,7 +122,7 @@ public final class FCMClient: Sendable {
 
     /// `start`, waited for in the caller's task: sends one request body `{"message": …,
     /// "validate_only": …}` for `projectID` and returns its outcome.
-    public func send(projectID: String, messageBody: [UInt8], credentials: ServiceAccount) async -> FCMOutcome {
+    public func send(projectID: String, messageBody: [UInt8], credentials: Credentials) async -> FCMOutcome {
         await withCheckedContinuation { continuation in
             start(projectID: projectID, messageBody: messageBody, credentials: credentials) { continuation.resume(returning: $0) }
         }
@@ -148,7 +148,7 @@ public final class FCMClient: Sendable {
     ///
     /// `placed`: the send's turn at its project's rate was taken by `pace`; it is not taken again,
     /// and the send is deferred only if the project was paused meanwhile.
-    public func start(projectID: String, messageBody: [UInt8], credentials: ServiceAccount, placed: Bool = false,
+    public func start(projectID: String, messageBody: [UInt8], credentials: Credentials, placed: Bool = false,
                       completion: @escaping @Sendable (FCMOutcome) -> Void) {
         if let refused = Self.refusal(projectID: projectID) { return completion(refused) }
         let exchange = newExchange(projectID, messageBody, credentials)
@@ -214,18 +214,18 @@ public final class FCMClient: Sendable {
         let projectID: String
         let url: String
         let body: [UInt8]
-        let credentials: ServiceAccount
+        let credentials: Credentials
         var refreshedAfter401 = false
         var resendsLeft: Int
 
-        init(projectID: String, url: String, body: [UInt8], credentials: ServiceAccount, resends: Int) {
+        init(projectID: String, url: String, body: [UInt8], credentials: Credentials, resends: Int) {
             (self.projectID, self.url, self.body, self.credentials, resendsLeft) = (projectID, url, body, credentials, resends)
         }
 
         func request(_ token: AccessToken) -> HTTPRequest { HTTPRequest(url: url, headers: token.sendHeaders, body: body) }
     }
 
-    private func newExchange(_ projectID: String, _ body: [UInt8], _ credentials: ServiceAccount) -> Exchange {
+    private func newExchange(_ projectID: String, _ body: [UInt8], _ credentials: Credentials) -> Exchange {
         Exchange(projectID: projectID, url: sendURL(projectID), body: body, credentials: credentials,
                  resends: configuration.resendsAfterConnectionLoss)
     }

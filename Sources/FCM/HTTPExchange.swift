@@ -4,11 +4,15 @@ public struct HTTPRequest: Sendable {
     /// Header lines without CR LF, e.g. `Content-Type: application/json`.
     public var headers: [String]
     public var body: [UInt8]
+    /// `POST` (every send and service-account token fetch) or `GET` (a metadata-server token;
+    /// `CurlTransport` only: `H2Transport` sends POST).
+    public var method: String
 
-    public init(url: String, headers: [String], body: [UInt8]) {
+    public init(url: String, headers: [String], body: [UInt8], method: String = "POST") {
         self.url = url
         self.headers = headers
         self.body = body
+        self.method = method
     }
 }
 

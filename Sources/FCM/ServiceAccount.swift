@@ -54,7 +54,13 @@ public struct ServiceAccount: Sendable, Hashable, CustomStringConvertible, Custo
         }
         let type = try field("type")
         guard type == "service_account" else {
-            throw .invalidField(file: file, field: "type", reason: "expected \"service_account\"")
+            // Named, since these are the other Application Default Credentials files (decision 0097).
+            let why = switch type {
+            case "authorized_user": ": a user's gcloud login is not for servers; use a service account's key or the metadata server"
+            case "external_account": ": workload identity federation is not supported; use a service account's key or run on Google Cloud"
+            default: ""
+            }
+            throw .invalidField(file: file, field: "type", reason: "expected \"service_account\"" + why)
         }
         let privateKey = try field("private_key")
         guard privateKey.contains("-----BEGIN PRIVATE KEY-----") || privateKey.contains("-----BEGIN RSA PRIVATE KEY-----") else {
@@ -91,11 +97,14 @@ public struct ServiceAccountError: Error, Sendable, Hashable, CustomStringConver
         case notAnObject
         case missingField(String)
         case invalidField(String, reason: String)
+        case invalidVariable(String, reason: String)
     }
 
     private let code: Code
     /// The file the account was read from.
     public let file: String
+    /// The environment variable that named the file (`GOOGLE_APPLICATION_CREDENTIALS`), if one did.
+    public private(set) var variable: String?
 
     /// The offending field, when one is to blame.
     public var field: String? {
@@ -113,13 +122,29 @@ public struct ServiceAccountError: Error, Sendable, Hashable, CustomStringConver
         .init(code: .invalidField(field, reason: reason), file: file)
     }
 
+    /// A variable whose value is not usable (`GCE_METADATA_HOST`).
+    public static func invalidVariable(_ name: String, reason: String) -> Self {
+        var error = Self(code: .invalidVariable(name, reason: reason), file: "")
+        error.variable = name
+        return error
+    }
+
+    /// The same error, said of the file `variable` named.
+    func namingVariable(_ name: String) -> Self {
+        var error = self
+        error.variable = name
+        return error
+    }
+
     public var description: String {
-        switch code {
-        case .unreadable: "service account file \(file): cannot be read"
-        case .notJSON: "service account file \(file): not valid JSON"
-        case .notAnObject: "service account file \(file): not a JSON object"
-        case .missingField(let name): "service account file \(file): field \"\(name)\" is missing"
-        case .invalidField(let name, let reason): "service account file \(file): field \"\(name)\" is invalid (\(reason))"
+        let what = variable.map { "\($0)=" } ?? ""
+        return switch code {
+        case .invalidVariable(let name, let reason): "environment variable \(name): \(reason)"
+        case .unreadable: "service account file \(what)\(file): cannot be read"
+        case .notJSON: "service account file \(what)\(file): not valid JSON"
+        case .notAnObject: "service account file \(what)\(file): not a JSON object"
+        case .missingField(let name): "service account file \(what)\(file): field \"\(name)\" is missing"
+        case .invalidField(let name, let reason): "service account file \(what)\(file): field \"\(name)\" is invalid (\(reason))"
         }
     }
 }

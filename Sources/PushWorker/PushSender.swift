@@ -1,5 +1,6 @@
 import ConfigurationFiles
 import FCM
+import FoundationEssentials
 import PushCore
 
 /// Sends one composed FCM request for an App ID: the seam between the pipeline and FCM, so that
@@ -37,22 +38,26 @@ extension PushSender {
 /// The real sender: the FCM HTTP v1 client, with each App ID's service account loaded once.
 public final class FCMPushSender: PushSender {
     private let client: FCMClient
-    private let accounts: [String: ServiceAccount]
+    private let accounts: [String: Credentials]
 
-    /// Loads every App ID's credentials; a bad file is refused here, at start, by name. Then
-    /// applies the App IDs' `rate_limit_per_minute` to their projects (the lowest per project).
-    public init(client: FCMClient, registry: AppRegistry) throws(ConfigurationError) {
+    /// Loads every App ID's credentials (a service account, or Application Default Credentials
+    /// from `environment`); a bad file is refused here, at start, by name. Then applies the App
+    /// IDs' `rate_limit_per_minute` to their projects (the lowest per project).
+    public init(client: FCMClient, registry: AppRegistry,
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) {
         self.client = client
-        var accounts: [String: ServiceAccount] = [:]
+        var accounts: [String: Credentials] = [:]
         for appID in registry.appIDs {
             let app = registry[appID]!
             do {
-                let account = try ServiceAccount.load(contentsOf: app.credentialsFile,
-                                                      allowInsecureHTTP: client.configuration.allowInsecureHTTP)
-                _ = try RSASigner(pem: account.privateKey)  // a key that cannot sign is refused now, not per job
-                accounts[appID] = account
+                let credentials = try Credentials.resolve(credentialsFile: app.credentialsFile, environment: environment,
+                                                          allowInsecureHTTP: client.configuration.allowInsecureHTTP)
+                if case .serviceAccount(let account) = credentials {
+                    _ = try RSASigner(pem: account.privateKey)  // a key that cannot sign is refused now, not per job
+                }
+                accounts[appID] = credentials
             } catch {
-                throw ConfigurationError("app \(appID): credentials_file: \(error)")
+                throw ConfigurationError("app \(appID): \(app.credentialsFile == nil ? "credentials" : "credentials_file"): \(error)")
             }
         }
         self.accounts = accounts

@@ -62,13 +62,13 @@ final class EmulatorHarness: Sendable {
     }
 
     func send(token: String) async -> FCMOutcome {
-        await client.send(projectID: Self.project, messageBody: Self.body(token: token), credentials: account)
+        await client.send(projectID: Self.project, messageBody: Self.body(token: token), credentials: .serviceAccount(account))
     }
 
     /// `send` through the client's callback entry (`FCMClient.start`).
     func start(token: String) async -> FCMOutcome {
         await withCheckedContinuation { continuation in
-            client.start(projectID: Self.project, messageBody: Self.body(token: token), credentials: account) {
+            client.start(projectID: Self.project, messageBody: Self.body(token: token), credentials: .serviceAccount(account)) {
                 continuation.resume(returning: $0)
             }
         }

@@ -88,7 +88,7 @@ import Testing
         let harness = try EmulatorHarness()
         defer { harness.stop() }
         let body = Array(#"{"message":{"token":"t","notificaton":{"title":"typo"}}}"#.utf8)
-        let outcome = await harness.client.send(projectID: EmulatorHarness.project, messageBody: body, credentials: harness.account)
+        let outcome = await harness.client.send(projectID: EmulatorHarness.project, messageBody: body, credentials: .serviceAccount(harness.account))
         #expect(outcome.label == "rejected", "\(outcome)")
         #expect(outcome.failure?.code == "INVALID_ARGUMENT")
     }
@@ -210,7 +210,7 @@ import Testing
                                       privateKey: TestKeys.shared, clientEmail: "stranger@x.iam.gserviceaccount.com",
                                       tokenURI: harness.account.tokenURI)
         let outcome = await harness.client.send(projectID: EmulatorHarness.project,
-                                                messageBody: EmulatorHarness.body(token: "t"), credentials: stranger)
+                                                messageBody: EmulatorHarness.body(token: "t"), credentials: .serviceAccount(stranger))
         #expect(outcome.label == "deferred", "\(outcome)")
         #expect(outcome.failure?.code == "OAUTH_REFUSED")
         #expect(harness.client.rateLimiter.pausedProjects()[.auth] == 1)
@@ -282,7 +282,7 @@ import Testing
         defer { client.shutdown() }
         let account = ServiceAccount(projectID: "p", privateKeyID: "k", privateKey: TestKeys.shared,
                                      clientEmail: "a@b", tokenURI: "http://127.0.0.1:\(port)/token")
-        let outcome = await client.send(projectID: "p", messageBody: EmulatorHarness.body(token: "t"), credentials: account)
+        let outcome = await client.send(projectID: "p", messageBody: EmulatorHarness.body(token: "t"), credentials: .serviceAccount(account))
         #expect(outcome.label == "deferred", "\(outcome)")
         #expect(outcome.failure?.code == "OAUTH_UNAVAILABLE")
         #expect(client.rateLimiter.pausedProjects()[.token] == 1)
@@ -327,7 +327,7 @@ import Testing
         let account = ServiceAccount(projectID: EmulatorHarness.project, privateKeyID: "k", privateKey: TestKeys.shared,
                                      clientEmail: "a@b", tokenURI: "http://127.0.0.1:\(port)/token")
         let outcome = await harness.client.send(projectID: EmulatorHarness.project, messageBody: EmulatorHarness.body(token: "h1-token"),
-                                                credentials: account)
+                                                credentials: .serviceAccount(account))
         #expect(outcome.label == "sent", "\(outcome)")
     }
 }

@@ -113,7 +113,7 @@ import Testing
         defer { harness.stop() }
         let outcome = await withCheckedContinuation { continuation in
             harness.client.start(projectID: "not a project", messageBody: EmulatorHarness.body(token: "t"),
-                                 credentials: harness.account) { continuation.resume(returning: $0) }
+                                 credentials: .serviceAccount(harness.account)) { continuation.resume(returning: $0) }
         }
         #expect(outcome.failure?.code == "INVALID_PROJECT_ID", "\(outcome)")
         #expect(harness.emulator.recordedMessages().isEmpty)

@@ -43,7 +43,7 @@ final class ScriptedTransport: HTTPTransport {
                                         clientEmail: "svc@shop-prod.iam.gserviceaccount.com", tokenURI: "https://oauth2.example/token")
 
     func send(_ client: FCMClient) async -> FCMOutcome {
-        await client.send(projectID: "shop-prod", messageBody: Array(#"{"message":{"token":"t"}}"#.utf8), credentials: Self.account)
+        await client.send(projectID: "shop-prod", messageBody: Array(#"{"message":{"token":"t"}}"#.utf8), credentials: .serviceAccount(Self.account))
     }
 
     /// A token endpoint's 429 or 503 Retry-After is honoured: the project pauses at least that
@@ -117,14 +117,14 @@ final class ScriptedTransport: HTTPTransport {
                                           fcmAnswer: { HTTPResponse(status: 200, body: []) })
         let clock = Clock()
         let source = AccessTokenSource(transport: transport, refreshMargin: .seconds(300), now: { clock.now() })
-        for _ in 0..<100 { _ = try await source.token(for: ConfigurationPauseTests.account) }
+        for _ in 0..<100 { _ = try await source.token(for: .serviceAccount(ConfigurationPauseTests.account)) }
         #expect(transport.tokenRequests == 1)
         // Reused for the first half of the (raised) 60 s lifetime, refreshed after.
         clock.advance(29)
-        _ = try await source.token(for: ConfigurationPauseTests.account)
+        _ = try await source.token(for: .serviceAccount(ConfigurationPauseTests.account))
         #expect(transport.tokenRequests == 1)
         clock.advance(2)
-        _ = try await source.token(for: ConfigurationPauseTests.account)
+        _ = try await source.token(for: .serviceAccount(ConfigurationPauseTests.account))
         #expect(transport.tokenRequests == 2)
     }
 
@@ -132,12 +132,12 @@ final class ScriptedTransport: HTTPTransport {
         let transport = ScriptedTransport(fcmAnswer: { HTTPResponse(status: 200, body: []) })
         let clock = Clock()
         let source = AccessTokenSource(transport: transport, refreshMargin: .seconds(300), now: { clock.now() })
-        _ = try await source.token(for: ConfigurationPauseTests.account)
+        _ = try await source.token(for: .serviceAccount(ConfigurationPauseTests.account))
         clock.advance(3299)
-        _ = try await source.token(for: ConfigurationPauseTests.account)
+        _ = try await source.token(for: .serviceAccount(ConfigurationPauseTests.account))
         #expect(transport.tokenRequests == 1)
         clock.advance(2)
-        _ = try await source.token(for: ConfigurationPauseTests.account)
+        _ = try await source.token(for: .serviceAccount(ConfigurationPauseTests.account))
         #expect(transport.tokenRequests == 2)
     }
 }

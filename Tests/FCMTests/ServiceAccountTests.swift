@@ -25,8 +25,13 @@ import Testing
 
     @Test func wrongTypeOrNonStringFieldIsRefused() {
         let wrongType = TestKeys.serviceAccountJSON(privateKey: TestKeys.shared, overriding: ["type": "authorized_user"])
-        #expect(throws: ServiceAccountError.invalidField(file: "a", field: "type", reason: "expected \"service_account\"")) {
+        #expect(throws: ServiceAccountError.invalidField(file: "a", field: "type", reason: "expected \"service_account\": a user's "
+                                                        + "gcloud login is not for servers; use a service account's key or the metadata server")) {
             try ServiceAccount.parse(wrongType, file: "a")
+        }
+        let otherType = TestKeys.serviceAccountJSON(privateKey: TestKeys.shared, overriding: ["type": "user"])
+        #expect(throws: ServiceAccountError.invalidField(file: "a", field: "type", reason: "expected \"service_account\"")) {
+            try ServiceAccount.parse(otherType, file: "a")
         }
         let numeric = TestKeys.serviceAccountJSON(privateKey: TestKeys.shared, overriding: ["project_id": 42])
         #expect(throws: ServiceAccountError.invalidField(file: "a", field: "project_id", reason: "not a string")) {

@@ -27,11 +27,16 @@ public struct ConfigCheckCommand: Command {
 
     public func run(_ context: CommandContext) async throws -> Int32 {
         let registry = try AppConfigurationFile.load(path)
-        let problems = AppConfigurationFile.credentialProblems(registry, path: path, allowInsecureHTTP: allowInsecureHTTP)
+        let environment = context.environment
+        let problems = AppConfigurationFile.credentialProblems(registry, path: path, allowInsecureHTTP: allowInsecureHTTP,
+                                                               environment: environment)
         guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
         // Warnings go to standard error and do not fail the check: the setup may be deliberate.
-        AppConfigurationFile.credentialWarnings(registry, path: path, allowInsecureHTTP: allowInsecureHTTP).forEach(context.console.err)
+        AppConfigurationFile.credentialWarnings(registry, path: path, allowInsecureHTTP: allowInsecureHTTP,
+                                                environment: environment).forEach(context.console.err)
         context.console.out("\(path): \(registry.apps.count) App ID(s) OK: \(registry.appIDs.joined(separator: ", "))")
+        AppConfigurationFile.credentialSources(registry, allowInsecureHTTP: allowInsecureHTTP, environment: environment)
+            .forEach { context.console.out("  " + $0) }
         return 0
     }
 }

@@ -73,7 +73,7 @@ public struct PushCommand: Command {
         if case .message(let message)? = composed.first {
             let client = FCMClient(configuration: fcm)
             defer { client.shutdown() }
-            let sender = try FCMPushSender(client: client, registry: AppRegistry([app]))
+            let sender = try FCMPushSender(client: client, registry: AppRegistry([app]), environment: context.environment)
             delivered[message.recipientIndex] = await sender.send(message.body, app: app)
         }
         var random = SystemRandomNumberGenerator()

@@ -76,7 +76,7 @@ public struct WorkerCommand: Command {
         let plan = try WorkerPlan(arguments, context)
         if arguments.has(.check) {
             let problems = AppConfigurationFile.credentialProblems(plan.registry, path: plan.configPath,
-                                                                   allowInsecureHTTP: plan.fcm.allowInsecureHTTP)
+                                                                   allowInsecureHTTP: plan.fcm.allowInsecureHTTP, environment: context.environment)
                 + [CheckReport.caFileProblem(plan.fcm.transport.caFile, option: .caFile, command: "worker"),
                    CheckReport.caFileProblem(plan.settings.tls?.caFile, option: .amqpCAFile, command: "worker")].compactMap { $0 }
             guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
@@ -89,7 +89,7 @@ public struct WorkerCommand: Command {
         observed.observer = FCMWatch(metrics: metrics, log: logger)
         let client = FCMClient(configuration: observed)
         defer { client.shutdown() }
-        let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry)))
+        let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry, environment: context.environment)))
         if plan.declareTopology {
             let (report, legacy) = try declare(plan.topology, settings: plan.settings)
             log(report, to: logger)

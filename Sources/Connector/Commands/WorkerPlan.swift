@@ -92,7 +92,9 @@ struct WorkerPlan {
             let app = registry[id]!
             let rate = app.rateLimitPerMinute.map { "\($0)/min" + (quotaRefresh == nil ? " in this process" : " shared by the fleet") }
                 ?? "FCM default quota" + (quotaRefresh == nil ? "" : ", shared by the fleet")
-            lines.append("  \(id): project \(app.projectID), credentials \(app.credentialsFile) (key loads), rate \(rate)")
+            let source = (try? AppConfigurationFile.credentials(app, allowInsecureHTTP: fcm.allowInsecureHTTP))?.description ?? "unusable"
+            let named = app.credentialsFile.map { "credentials \($0) (key loads)" } ?? "no credentials_file"
+            lines.append("  \(id): project \(app.projectID), \(named), tokens from \(source), rate \(rate)")
         }
         lines.append("would: \(declareTopology ? "declare" : "verify") the topology (prefix \(topology.prefix), retry tiers "
             + topology.retryTiers.map { "\($0.delaySeconds)s" }.joined(separator: ",") + ") on \(settings.redactedURL),")

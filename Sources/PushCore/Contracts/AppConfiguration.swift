@@ -3,8 +3,9 @@
 public struct AppConfiguration: Sendable, Equatable {
     public var appID: String
     public var projectID: String
-    /// Path of the service-account JSON; read by the FCM adapter, never by the core.
-    public var credentialsFile: String
+    /// Path of the service-account JSON; read by the FCM adapter, never by the core. Nil:
+    /// Application Default Credentials (`GOOGLE_APPLICATION_CREDENTIALS`, else the metadata server).
+    public var credentialsFile: String?
     public var defaultMessageType: MessageType
     public var defaultPayload: [String: String]
     /// `android`, `apns`, `webpush`, `fcm_options` sections merged into every message of the app.
@@ -19,7 +20,7 @@ public struct AppConfiguration: Sendable, Equatable {
     /// this App ID's events to the events endpoint from a browser (CORS). Empty: none.
     public var allowedOrigins: [String] = []
 
-    public init(appID: String, projectID: String, credentialsFile: String, defaultMessageType: MessageType = .notification,
+    public init(appID: String, projectID: String, credentialsFile: String?, defaultMessageType: MessageType = .notification,
                 defaultPayload: [String: String] = [:], extraOptions: [String: JSONValue] = [:], rateLimitPerMinute: Int? = nil) {
         self.appID = appID
         self.projectID = projectID
@@ -88,7 +89,11 @@ public struct AppRegistry: Sendable, Equatable {
             var ar = FieldReader(o, path: path)
             let appID = ar.requiredString("app_id", maxLength: 128)
             let projectID = ar.requiredString("project_id", maxLength: 128)
-            let credentials = ar.requiredString("credentials_file", maxLength: 4096)
+            let credentials = ar.optionalString("credentials_file", maxLength: 4096)
+            if credentials?.isEmpty == true {
+                ar.report(ContractIssue(.invalidValue, field: "\(path).credentials_file",
+                                        "must name a file; leave it out for Application Default Credentials"))
+            }
             if let appID, let issue = IdentifierRules.appIDIssue(appID, field: "\(path).app_id") { ar.report(issue) }
             if let projectID, let issue = IdentifierRules.projectIDIssue(projectID, field: "\(path).project_id") { ar.report(issue) }
             var type = MessageType.notification
@@ -140,7 +145,7 @@ public struct AppRegistry: Sendable, Equatable {
                 ar.report(ContractIssue(.invalidValue, field: "\(path).app_id", "app_id \"\(appID)\" appears twice"))
             }
             r.report(contentsOf: ar.issues)
-            if let appID, let projectID, let credentials {
+            if let appID, let projectID {
                 var app = AppConfiguration(appID: appID, projectID: projectID, credentialsFile: credentials,
                                            defaultMessageType: type, defaultPayload: payload, extraOptions: extra,
                                            rateLimitPerMinute: rate)

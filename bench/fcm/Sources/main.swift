@@ -82,7 +82,7 @@ func body(_ index: Int) -> [UInt8] {
 }
 
 // Warm-up: token fetch and connection setup stay out of the timed phase.
-let warmUp = await client.send(projectID: project, messageBody: body(0), credentials: account)
+let warmUp = await client.send(projectID: project, messageBody: body(0), credentials: .serviceAccount(account))
 guard case .sent = warmUp else {
     FileHandle.standardError.write(Data("warm-up failed: \(warmUp)\n".utf8))
     exit(1)
@@ -97,7 +97,7 @@ await withTaskGroup(of: Void.self) { group in
             while true {
                 let index = counter.next.wrappingAdd(1, ordering: .relaxed).oldValue
                 if index >= options.requests { return }
-                let outcome = await client.send(projectID: project, messageBody: body(index), credentials: account)
+                let outcome = await client.send(projectID: project, messageBody: body(index), credentials: .serviceAccount(account))
                 if case .sent = outcome {} else { counter.failures.wrappingAdd(1, ordering: .relaxed) }
             }
         }
