@@ -116,7 +116,7 @@ import Testing
     }
 
     /// `compose` prints what the worker sends: token, topic and condition targets, a data-only
-    /// job, the App ID's four option sections deep-merged with the job's; each request body
+    /// job asking FCM to validate only, the App ID's four option sections deep-merged with the job's; each request body
     /// validates against `fcm-request.schema.json` (names FCM knows, one target, string data,
     /// the tracking id), and declares nothing the schema does not.
     @Test func composeOutputValidatesAgainstTheFCMRequestSchema() async throws {
@@ -140,7 +140,8 @@ import Testing
                 + #""recipients": [{"token": "dev-a", "data": {"pushdata.name": "Ada"}}, {"token": "dev-b", "mn_message_id": "mnid2m.1.2.3.4.5"}]}"#,
             #"{"job_id": "p", "app_id": "web-shop", "notification": {"title": "News"}, "topic": "news"}"#,
             #"{"job_id": "c", "app_id": "web-shop", "notification": {"title": "Both"}, "condition": "'a' in topics && 'b' in topics"}"#,
-            #"{"job_id": "d", "app_id": "web-shop", "message_type": "data", "data": {"pushdata.a": "1"}, "recipients": [{"token": "dev-c"}]}"#,
+            #"{"job_id": "d", "app_id": "web-shop", "message_type": "data", "data": {"pushdata.a": "1"}, "recipients": [{"token": "dev-c"}], "#
+                + #""validate_only": true}"#,
         ]
         var composed = ""
         for (index, job) in jobs.enumerated() {
@@ -157,6 +158,7 @@ import Testing
         (code, out) = try contractCheck(["fields", "fcm-request", output])
         #expect(code == 0, "a field the schema does not declare: \(out)")
         #expect(composed.contains(#""topic" : "news""#) || composed.contains(#""topic": "news""#), "the topic target is composed")
+        #expect(composed.contains(#""validate_only" : true"#) || composed.contains(#""validate_only": true"#), "validate_only is composed")
     }
 
     // MARK: helpers
