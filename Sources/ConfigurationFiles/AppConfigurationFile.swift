@@ -40,19 +40,30 @@ public enum AppConfigurationFile {
         try Credentials.resolve(credentialsFile: app.credentialsFile, environment: environment, allowInsecureHTTP: allowInsecureHTTP)
     }
 
-    /// Each App ID's credentials: a readable, well-formed service account whose key can sign, or
-    /// the metadata server. One line per problem, naming the App ID file and the app.
+    /// An App ID's credentials as the worker sends with them: a readable, well-formed service
+    /// account whose key can sign (refused now, not per job), or the metadata server. The error
+    /// names the app and what named its credentials.
+    public static func usableCredentials(_ app: AppConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
+                                         allowInsecureHTTP: Bool) throws(ConfigurationError) -> Credentials {
+        do {
+            let resolved = try credentials(app, environment: environment, allowInsecureHTTP: allowInsecureHTTP)
+            if case .serviceAccount(let account) = resolved { _ = try RSASigner(pem: account.privateKey) }
+            return resolved
+        } catch {
+            let named = app.credentialsFile == nil ? "credentials (none named: Application Default Credentials)" : "credentials_file"
+            throw ConfigurationError("app \(app.appID): \(named): \(error)")
+        }
+    }
+
+    /// Each App ID's `usableCredentials` problem, one line each, naming the App ID file.
     public static func credentialProblems(_ registry: AppRegistry, path: String, allowInsecureHTTP: Bool,
                                           environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
         registry.appIDs.compactMap { appID in
-            let app = registry[appID]!
             do {
-                if case .serviceAccount(let account) = try credentials(app, environment: environment, allowInsecureHTTP: allowInsecureHTTP) {
-                    _ = try RSASigner(pem: account.privateKey)
-                }
+                _ = try usableCredentials(registry[appID]!, environment: environment, allowInsecureHTTP: allowInsecureHTTP)
                 return nil
             } catch {
-                return "\(path): app \(appID): \(app.credentialsFile == nil ? "credentials (none named: Application Default Credentials)" : "credentials_file"): \(error)"
+                return "\(path): \(error)"
             }
         }
     }

@@ -174,10 +174,10 @@ final class H2Engine: PollSource, @unchecked Sendable {
     private func route(_ exchange: H2Exchange) {
         let request = exchange.request
         let block: H2HeaderBlock
-        if let known = headerBlocks.first(where: { $0.url == request.url && $0.lines == request.headers }) {
+        if let known = headerBlocks.first(where: { $0.url == request.url && $0.lines == request.headers && $0.method == request.method }) {
             block = known
         } else {
-            guard let made = H2HeaderBlock(url: request.url, lines: request.headers) else {
+            guard let made = H2HeaderBlock(url: request.url, lines: request.headers, method: request.method) else {
                 exchange.finish(.failure(TransportError(kind: .other, message: "unsupported URL (http:// or https:// only)")))
                 return
             }

@@ -1,12 +1,13 @@
 import CNGHTTP2
 
-/// The header fields of a request as nghttp2 takes them: `:method POST`, `:scheme`,
+/// The header fields of a request as nghttp2 takes them: `:method` (the request's), `:scheme`,
 /// `:authority`, `:path`, then the request's header lines split at the first colon with
 /// lower-cased names (connection-specific and empty ones dropped). Built once per URL and header
 /// set and reused by the requests that share them (nghttp2 copies the fields on submit).
 final class H2HeaderBlock {
     let url: String
     let lines: [String]
+    let method: String
     let origin: H2Origin
     private let storage: UnsafeMutableBufferPointer<UInt8>
     private var fields: [nghttp2_nv] = []
@@ -14,12 +15,13 @@ final class H2HeaderBlock {
     private static let dropped: Set<String> = ["connection", "keep-alive", "proxy-connection", "transfer-encoding",
                                                "upgrade", "host", "te", "expect"]
 
-    init?(url: String, lines: [String]) {
+    init?(url: String, lines: [String], method: String) {
         guard let (origin, path) = H2Origin.parse(url) else { return nil }
         self.url = url
         self.lines = lines
+        self.method = method
         self.origin = origin
-        var pairs: [(String, String)] = [(":method", "POST"), (":scheme", origin.tls ? "https" : "http"),
+        var pairs: [(String, String)] = [(":method", method), (":scheme", origin.tls ? "https" : "http"),
                                          (":authority", origin.authority), (":path", path)]
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }

@@ -1,11 +1,10 @@
-/// One HTTP POST as the FCM client needs it: a URL, headers and a body.
+/// One HTTP request as the FCM client needs it: a method, a URL, headers and a body.
 public struct HTTPRequest: Sendable {
     public var url: String
     /// Header lines without CR LF, e.g. `Content-Type: application/json`.
     public var headers: [String]
     public var body: [UInt8]
-    /// `POST` (every send and service-account token fetch) or `GET` (a metadata-server token;
-    /// `CurlTransport` only: `H2Transport` sends POST).
+    /// `POST` (every send and service-account token fetch) or `GET` (a metadata-server token).
     public var method: String
 
     public init(url: String, headers: [String], body: [UInt8], method: String = "POST") {

@@ -48,17 +48,8 @@ public final class FCMPushSender: PushSender {
         self.client = client
         var accounts: [String: Credentials] = [:]
         for appID in registry.appIDs {
-            let app = registry[appID]!
-            do {
-                let credentials = try Credentials.resolve(credentialsFile: app.credentialsFile, environment: environment,
-                                                          allowInsecureHTTP: client.configuration.allowInsecureHTTP)
-                if case .serviceAccount(let account) = credentials {
-                    _ = try RSASigner(pem: account.privateKey)  // a key that cannot sign is refused now, not per job
-                }
-                accounts[appID] = credentials
-            } catch {
-                throw ConfigurationError("app \(appID): \(app.credentialsFile == nil ? "credentials" : "credentials_file"): \(error)")
-            }
+            accounts[appID] = try AppConfigurationFile.usableCredentials(registry[appID]!, environment: environment,
+                                                                         allowInsecureHTTP: client.configuration.allowInsecureHTTP)
         }
         self.accounts = accounts
         var limits: [String: Int] = [:]

@@ -26,7 +26,8 @@ import Testing
     @Test func headerLinesBecomeLowerCasedFieldsAfterThePseudoHeaders() throws {
         let block = try #require(H2HeaderBlock(url: "https://fcm.example:8443/v1/send",
                                                lines: ["Content-Type: application/json", "Authorization: Bearer abc: def",
-                                                       "Expect:", "Connection: keep-alive", "Host: other", "X-Tight:value"]))
+                                                       "Expect:", "Connection: keep-alive", "Host: other", "X-Tight:value"],
+                                               method: "POST"))
         let fields = block.withFields { pointer, count in
             UnsafeBufferPointer(start: pointer, count: count).map {
                 (String(decoding: UnsafeBufferPointer(start: $0.name, count: $0.namelen), as: UTF8.self),
@@ -35,5 +36,14 @@ import Testing
         }
         #expect(fields.map(\.0) == [":method", ":scheme", ":authority", ":path", "content-type", "authorization", "x-tight"])
         #expect(fields.map(\.1) == ["POST", "https", "fcm.example:8443", "/v1/send", "application/json", "Bearer abc: def", "value"])
+    }
+
+    /// A metadata-server token is a GET: the block carries the request's method, not always POST.
+    @Test func theMethodPseudoHeaderIsTheRequests() throws {
+        let block = try #require(H2HeaderBlock(url: "http://127.0.0.1:8085/token", lines: ["Metadata-Flavor: Google"], method: "GET"))
+        let method = block.withFields { pointer, _ in
+            String(decoding: UnsafeBufferPointer(start: pointer[0].value, count: pointer[0].valuelen), as: UTF8.self)
+        }
+        #expect(method == "GET")
     }
 }

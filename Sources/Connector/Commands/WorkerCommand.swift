@@ -76,7 +76,7 @@ public struct WorkerCommand: Command {
         let plan = try WorkerPlan(arguments, context)
         if arguments.has(.check) {
             let problems = AppConfigurationFile.credentialProblems(plan.registry, path: plan.configPath,
-                                                                   allowInsecureHTTP: plan.fcm.allowInsecureHTTP, environment: context.environment)
+                                                                   allowInsecureHTTP: plan.fcm.allowInsecureHTTP, environment: plan.environment)
                 + [CheckReport.caFileProblem(plan.fcm.transport.caFile, option: .caFile, command: "worker"),
                    CheckReport.caFileProblem(plan.settings.tls?.caFile, option: .amqpCAFile, command: "worker")].compactMap { $0 }
             guard problems.isEmpty else { throw CommandFailure(problems.joined(separator: "\n"), exitCode: 2) }
@@ -89,7 +89,7 @@ public struct WorkerCommand: Command {
         observed.observer = FCMWatch(metrics: metrics, log: logger)
         let client = FCMClient(configuration: observed)
         defer { client.shutdown() }
-        let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry, environment: context.environment)))
+        let catalog = AppCatalog(.init(registry: plan.registry, sender: try FCMPushSender(client: client, registry: plan.registry, environment: plan.environment)))
         if plan.declareTopology {
             let (report, legacy) = try declare(plan.topology, settings: plan.settings)
             log(report, to: logger)
@@ -135,11 +135,13 @@ public struct WorkerCommand: Command {
         }
         let shutdown = ShutdownSignal()
         shutdown.installSignalHandlers(logger: logger)
-        let configPath = plan.configPath
-        SignalHandlers.on(SIGHUP) { Self.reload(configPath, into: catalog, client: client, metrics: metrics, logger: logger) }
+        let (configPath, environment) = (plan.configPath, plan.environment)
+        SignalHandlers.on(SIGHUP) {
+            Self.reload(configPath, environment: environment, into: catalog, client: client, metrics: metrics, logger: logger)
+        }
         let watcher = plan.configPoll.map { interval in
             ConfigurationWatcher(path: configPath, interval: interval) {
-                Self.reload(configPath, into: catalog, client: client, metrics: metrics, logger: logger)
+                Self.reload(configPath, environment: environment, into: catalog, client: client, metrics: metrics, logger: logger)
             }.start()
         }
         defer { watcher?.cancel() }
@@ -161,10 +163,12 @@ public struct WorkerCommand: Command {
 extension WorkerCommand {
     /// SIGHUP or a change on disk: reads the App ID file and the credentials again; a bad file
     /// is refused (logged) and the worker keeps serving the previous configuration.
-    static func reload(_ path: String, into catalog: AppCatalog, client: FCMClient, metrics: WorkerMetrics, logger: Logger) {
+    static func reload(_ path: String, environment: [String: String], into catalog: AppCatalog, client: FCMClient,
+                       metrics: WorkerMetrics, logger: Logger) {
         do {
             let registry = try AppConfigurationFile.load(path)
-            catalog.replace(with: .init(registry: registry, sender: try FCMPushSender(client: client, registry: registry)))
+            catalog.replace(with: .init(registry: registry,
+                                        sender: try FCMPushSender(client: client, registry: registry, environment: environment)))
             metrics.reloadsSucceeded.increment()
             logger.info("configuration reloaded", ["apps": registry.appIDs.joined(separator: ",")])
         } catch {

@@ -23,6 +23,8 @@ struct WorkerPlan {
     var http: HostPort?
     var configPath: String
     var registry: AppRegistry
+    /// The process's environment (Application Default Credentials read it).
+    var environment: [String: String]
     /// How often the App ID file is polled for changes; nil: only SIGHUP reloads it.
     var configPoll: Duration?
     var declareTopology: Bool
@@ -56,6 +58,7 @@ struct WorkerPlan {
         http = a[.http].flatMap(HostPort.init)
         configPath = try a.required(.config, in: "worker")
         registry = try AppConfigurationFile.load(configPath)
+        environment = context.environment
         let poll = a.requiredSeconds(.configPoll)
         configPoll = poll > 0 ? .seconds(poll) : nil
         declareTopology = !a.has(.noDeclare)
@@ -92,7 +95,7 @@ struct WorkerPlan {
             let app = registry[id]!
             let rate = app.rateLimitPerMinute.map { "\($0)/min" + (quotaRefresh == nil ? " in this process" : " shared by the fleet") }
                 ?? "FCM default quota" + (quotaRefresh == nil ? "" : ", shared by the fleet")
-            let source = (try? AppConfigurationFile.credentials(app, allowInsecureHTTP: fcm.allowInsecureHTTP))?.description ?? "unusable"
+            let source = (try? AppConfigurationFile.credentials(app, environment: environment, allowInsecureHTTP: fcm.allowInsecureHTTP))?.description ?? "unusable"
             let named = app.credentialsFile.map { "credentials \($0) (key loads)" } ?? "no credentials_file"
             lines.append("  \(id): project \(app.projectID), \(named), tokens from \(source), rate \(rate)")
         }
